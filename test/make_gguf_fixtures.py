@@ -42,6 +42,9 @@ writes test/fixtures/gguf/:
   gpt-oss-mxfp4.gguf  a random gpt-oss whose experts are MXFP4 (gate and up apart, their biases split),
                     attention Q8_0, as llama.cpp's converter writes the released checkpoints
                     (write_gpt_oss; `make_gguf_fixtures.py gpt-oss` writes it alone)
+  deepseek2-v3.gguf  a random DeepSeek V3 (q_lora, kv_b split into k_b / v_b, a dense layer then 4
+                    experts with sigmoid group routing and a shared expert, YaRN with yarn_log_multiplier)
+                    as llama.cpp's converter writes it (write_deepseek; `make_gguf_fixtures.py deepseek2`)
   cohere2-f32.gguf  the cohere2 fixture (its window and window pattern as keys)
   starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
@@ -1065,6 +1068,190 @@ def write_gpt_oss(lines):
     moe_reference(lines, "gpt-oss-mxfp4", gpt_oss_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9])
 
 
+DEEPSEEK_BLOCK = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+                  "self_attn.q_proj": "attn_q", "self_attn.q_a_proj": "attn_q_a", "self_attn.q_a_layernorm": "attn_q_a_norm",
+                  "self_attn.q_b_proj": "attn_q_b", "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa",
+                  "self_attn.kv_a_layernorm": "attn_kv_a_norm", "self_attn.o_proj": "attn_output",
+                  "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+                  "mlp.gate": "ffn_gate_inp", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
+                  "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp"}
+
+
+def deepseek_state_to_gguf(state, config):
+    """transformers 5's DeepSeek V3 as llama.cpp's converter writes it: kv_b_proj split per head into
+    attn_k_b [heads, kv_lora, nope] (transposed) and attn_v_b [heads, v, kv_lora]; the fused experts
+    (gate_up_proj [E, 2 I, H] gate then up) as ffn_gate_exps / ffn_up_exps [E, I, H]; the choice bias
+    as exp_probs_b.bias."""
+    H, nope, v, I = config.num_attention_heads, config.qk_nope_head_dim, config.v_head_dim, config.moe_intermediate_size
+    out, rest = {}, {}
+    for name, w in state.items():
+        parts = name.split(".")
+        if name.endswith("kv_b_proj.weight"):
+            kv_b = w.reshape(H, nope + v, -1)
+            out[f"blk.{parts[2]}.attn_k_b.weight"] = kv_b[:, :nope].transpose(0, 2, 1)
+            out[f"blk.{parts[2]}.attn_v_b.weight"] = kv_b[:, nope:]
+        elif name.endswith("mlp.experts.gate_up_proj"):
+            out[f"blk.{parts[2]}.ffn_gate_exps.weight"] = w[:, :I]
+            out[f"blk.{parts[2]}.ffn_up_exps.weight"] = w[:, I:]
+        elif name.endswith("mlp.experts.down_proj"):
+            out[f"blk.{parts[2]}.ffn_down_exps.weight"] = w
+        elif name.endswith("e_score_correction_bias"):
+            out[f"blk.{parts[2]}.exp_probs_b.bias"] = w
+        else:
+            rest[name] = w
+    out.update(hf_block_names(rest, LLAMA_FIXED, DEEPSEEK_BLOCK, "model.layers."))
+    return {k: np.ascontiguousarray(t) for k, t in out.items()}
+
+
+def deepseek_from_gguf(path, config):
+    """The file read back by the gguf package, as transformers' DeepSeek V3 (kv_b_proj put back together)."""
+    from transformers import DeepseekV3ForCausalLM
+    inverse = {v: k for k, v in DEEPSEEK_BLOCK.items()}
+    fixed = {v: k for k, v in LLAMA_FIXED.items()}
+    H, nope, v = config.num_attention_heads, config.qk_nope_head_dim, config.v_head_dim
+    E, I, D, L = config.n_routed_experts, config.moe_intermediate_size, config.hidden_size, config.kv_lora_rank
+    back, hf = read_back(path), {}
+    for name, t in back.items():
+        if name in fixed:
+            hf[fixed[name]] = t
+            continue
+        _, layer, module, kind = name.split(".")
+        stem = f"model.layers.{layer}"
+        if module == "attn_k_b":
+            k_b = t.reshape(H, L, nope).transpose(0, 2, 1)
+            v_b = back[f"blk.{layer}.attn_v_b.weight"].reshape(H, v, L)
+            hf[f"{stem}.self_attn.kv_b_proj.weight"] = np.concatenate([k_b, v_b], axis=1).reshape(H * (nope + v), L)
+        elif module == "ffn_gate_exps":
+            hf[f"{stem}.mlp.experts.gate_up_proj"] = np.concatenate(
+                [t.reshape(E, I, D), back[f"blk.{layer}.ffn_up_exps.weight"].reshape(E, I, D)], axis=1)
+        elif module == "ffn_down_exps":
+            hf[f"{stem}.mlp.experts.down_proj"] = t.reshape(E, D, I)
+        elif module == "exp_probs_b":
+            hf[f"{stem}.mlp.gate.e_score_correction_bias"] = t
+        elif module not in ("attn_v_b", "ffn_up_exps"):
+            hf[f"{stem}.{inverse[module]}.{kind}"] = t
+    model = DeepseekV3ForCausalLM._from_config(config, experts_implementation="eager").eval()
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(t)) for k, t in hf.items()},
+                                                strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    return model
+
+
+def deepseek_routing_margin(model, config, ids):
+    """DeepSeek V3's choices far from ties, in its own choice space (sigmoid scores plus the choice
+    bias): the smallest gap between the kept groups (by the sum of their best 2) and the next, and
+    between the k-th chosen expert of the kept groups and the next, over the prompt and its greedy run."""
+    margins = []
+    groups, per = config.n_group, config.n_routed_experts // config.n_group
+
+    def hook(module, args, output):
+        choice = output[0].float().sigmoid() + module.e_score_correction_bias
+        group = choice.view(-1, groups, per).topk(2, dim=-1).values.sum(-1).sort(-1, descending=True).values
+        if config.topk_group < groups:
+            margins.append(float((group[:, config.topk_group - 1] - group[:, config.topk_group]).min()))
+        kept = group[:, config.topk_group - 1:config.topk_group]
+        in_kept = choice.view(-1, groups, per).topk(2, dim=-1).values.sum(-1) >= kept
+        masked = choice.masked_fill(~in_kept.repeat_interleave(per, dim=-1), float("-inf")).sort(-1, descending=True).values
+        gap = masked[:, config.num_experts_per_tok - 1] - masked[:, config.num_experts_per_tok]
+        if torch.isfinite(gap).all():
+            margins.append(float(gap.min()))
+    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__ == "DeepseekV3TopkRouter"]
+    assert handles
+    with torch.no_grad():
+        model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=2, eos_token_id=2)
+    for h in handles:
+        h.remove()
+    return min(margins)
+
+
+def write_deepseek(lines):
+    """DeepSeek V3 as llama.cpp's converter writes it (general.architecture deepseek2): multi-head
+    latent attention with q_lora (kv_b split into k_b, transposed, and v_b, key_length kv_lora_rank +
+    rope width, the widths in the _mla keys), a dense first layer, then 4 experts (2 a token, sigmoid
+    routing with the choice bias, 2 groups of which 1 is kept, renormalised, x2.5) beside a shared
+    expert; YaRN with yarn_log_multiplier (mscale_all_dim 1, as mscale). Experts and dense MLP Q8_0,
+    v_b Q8_0, k_b F16 (its rows are 16 wide), the rest F32."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+    torch.manual_seed(50)
+    config = DeepseekV3Config(vocab_size=96, hidden_size=64, intermediate_size=128, moe_intermediate_size=64,
+                              num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
+                              n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True,
+                              num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32,
+                              qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, max_position_embeddings=64,
+                              rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+                              initializer_range=0.1,
+                              rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                               "original_max_position_embeddings": 16, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                               "beta_fast": 32.0, "beta_slow": 1.0})
+    model = DeepseekV3ForCausalLM._from_config(config, experts_implementation="eager")
+    with torch.no_grad():  # norms away from 1; the router 4x and its choice bias drawn (routing far from ties)
+        for n, p in model.named_parameters():
+            if p.ndim == 1 and n.endswith("norm.weight"):
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            elif n.endswith("mlp.gate.weight"):
+                p.copy_(0.4 * torch.randn_like(p))
+        for n, b in model.named_buffers():
+            if n.endswith("e_score_correction_bias"):
+                b.copy_(0.5 * torch.randn_like(b))
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    path = OUT / "deepseek2-v3.gguf"
+    w = GGUFWriter(str(path), "deepseek2")
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(1)  # MLA written as one key/value head
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_expert_used_count(config.num_experts_per_tok)
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    w.add_expert_group_count(config.n_group)
+    w.add_expert_group_used_count(config.topk_group)
+    w.add_leading_dense_block_count(config.first_k_dense_replace)
+    w.add_vocab_size(config.vocab_size)
+    w.add_q_lora_rank(config.q_lora_rank)
+    w.add_kv_lora_rank(config.kv_lora_rank)
+    w.add_key_length(config.kv_lora_rank + config.qk_rope_head_dim)
+    w.add_value_length(config.kv_lora_rank)
+    w.add_key_length_mla(config.qk_nope_head_dim + config.qk_rope_head_dim)
+    w.add_value_length_mla(config.v_head_dim)
+    w.add_expert_feed_forward_length(config.moe_intermediate_size)
+    w.add_expert_count(config.n_routed_experts)
+    w.add_expert_shared_count(config.n_shared_experts)
+    w.add_expert_weights_scale(config.routed_scaling_factor)
+    w.add_expert_weights_norm(True)
+    w.add_rope_dimension_count(config.qk_rope_head_dim)
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(4.0)
+    w.add_rope_scaling_orig_ctx_len(16)
+    w.add_rope_scaling_yarn_log_mul(0.1 * 1.0)
+    special_ids(w, config)
+    for name, t in deepseek_state_to_gguf(state, config).items():
+        if t.ndim == 3 and name.endswith("_exps.weight"):  # each expert's rows, stacked back
+            data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), Q.Q8_0)
+            w.add_tensor(name, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=Q.Q8_0)
+        elif name.endswith("attn_v_b.weight"):
+            data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), Q.Q8_0)
+            w.add_tensor(name, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=Q.Q8_0)
+        elif name.endswith("attn_k_b.weight"):
+            w.add_tensor(name, t.astype(np.float16))
+        elif t.ndim == 2 and name.split(".")[-2] in ("ffn_gate", "ffn_up", "ffn_down", "ffn_gate_shexp", "ffn_up_shexp",
+                                                     "ffn_down_shexp"):
+            add(w, name, t, Q.Q8_0)
+        else:
+            add(w, name, t.astype(np.float32), Q.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    ids = [1, 17, 42, 5, 88, 23, 61, 9]
+    reference = deepseek_from_gguf(path, config)
+    margin = deepseek_routing_margin(reference, config, ids)
+    assert margin > 0.05, f"deepseek2-v3: choices only {margin} apart"
+    lines.append(reference_line("deepseek2-v3", reference, ids, 2))
+
+
 def moe_reference(lines, name, model, ids):
     margin = routing_margin(model, ids)
     assert margin > 0.05, f"{name}: router logits only {margin} apart"
@@ -1461,6 +1648,7 @@ def main():
     write_issue32_families(lines)
     write_moe_families(lines)
     write_gpt_oss(lines)
+    write_deepseek(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
@@ -1484,5 +1672,7 @@ if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["gpt-oss"]:  # this one alone
         update_one(write_gpt_oss)
+    elif sys.argv[1:] == ["deepseek2"]:
+        update_one(write_deepseek)
     else:
         main()

@@ -641,9 +641,14 @@ static void gguf_check_bad_files(void) {
                         "'blk.1.ffn_gate_exps.biaz' is not one of a gpt-oss model");
     gguf_expect_tokenizer_kind("tokenizer.ggml.model", "bert!", PF_OK, "tokenizer.ggml.model \"bert!\" is not supported");
     gguf_expect_tokenizer_kind("general.architecture", "mpt!!", PF_ERROR_UNSUPPORTED, "\"mpt!!\"");
-    /* an architecture we know and do not read says what is missing */
-    gguf_expect_renamed("starcoder-f32.gguf", "starcoder", "deepseek2", PF_ERROR_UNSUPPORTED,
-                        "\"deepseek2\" is not supported: its multi-head latent attention as llama.cpp stores it");
+    /* an architecture we do not read names those we do */
+    gguf_expect_renamed("starcoder-f32.gguf", "starcoder", "starcodex", PF_ERROR_UNSUPPORTED,
+                        "\"starcodex\" is not supported (these are: llama, gpt2,");
+    /* DeepSeek V2's softmax routing (expert_gating_func 1) is not read from GGUF; k_b needs its v_b */
+    gguf_expect_uint32_patch("deepseek2-v3.gguf", "deepseek2.expert_gating_func", 1, PF_ERROR_UNSUPPORTED,
+                             "deepseek2.expert_gating_func is not 2 (sigmoid): softmax routing (DeepSeek V2's");
+    gguf_expect_renamed("deepseek2-v3.gguf", "blk.1.attn_v_b.weight", "blk.1.attn_v_b.weighx", PF_ERROR_FORMAT,
+                        "and blk.1.attn_v_b.weight are not k_b and v_b");
     unlink(gguf_path);
     rmdir(dir);
 }
@@ -662,13 +667,14 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 34, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 35, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory("llama-quant.gguf");
     gguf_check_blocks_memory("qwen3moe-quant.gguf");
     gguf_check_blocks_memory("llama-q2k.gguf");
     gguf_check_blocks_memory("gpt-oss-mxfp4.gguf");
+    gguf_check_blocks_to_cpu("deepseek2-v3.gguf");
     gguf_check_blocks_to_cpu("gpt2-q8.gguf");
     gguf_check_blocks_to_cpu("llama-q2k.gguf");
     gguf_check_split();
