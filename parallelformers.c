@@ -5435,7 +5435,7 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
        tensor's, an output's or group_size inputs'), q int4 / int8 packed along the input
        (pack-quantized) or int8 (naive-quantized), zeros (asymmetric) packed along the output,
        or e4m3 x scale (float-quantized), in fp32 as transformers decompresses them into an fp32
-       model (the package computes in the scales' dtype: with BF16 scales, in a BF16 model).;
+       model (the package computes in the scales' dtype: with BF16 scales, in a BF16 model);
      MXFP4 (gpt-oss's experts, transformers' Mxfp4 integration): e2m1 nibble x 2^(E8M0 - 127) of its
        32 inputs, `<name>_blocks` U8 [..., out, in / 32, 16] (input 2k in byte k's low nibble) beside
        `<name>_scales` U8 [..., out, in / 32]. These are not decoded where the ranks keep blocks
