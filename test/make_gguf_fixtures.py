@@ -44,7 +44,9 @@ writes test/fixtures/gguf/:
                     (write_gpt_oss; `make_gguf_fixtures.py gpt-oss` writes it alone)
   deepseek2-v3.gguf  a random DeepSeek V3 (q_lora, kv_b split into k_b / v_b, a dense layer then 4
                     experts with sigmoid group routing and a shared expert, YaRN with yarn_log_multiplier)
-                    as llama.cpp's converter writes it (write_deepseek; `make_gguf_fixtures.py deepseek2`)
+                    as llama.cpp's converter writes it (write_deepseek; `make_gguf_fixtures.py deepseek2`);
+  deepseek2-v3-older.gguf  one without q_lora as older converters wrote it (attn_kv_b whole, no _mla
+                    keys) and without the routing keys (llama.cpp's defaults: no groups, norm or scale)
   cohere2-f32.gguf  the cohere2 fixture (its window and window pattern as keys)
   starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
@@ -1071,13 +1073,14 @@ def write_gpt_oss(lines):
 DEEPSEEK_BLOCK = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
                   "self_attn.q_proj": "attn_q", "self_attn.q_a_proj": "attn_q_a", "self_attn.q_a_layernorm": "attn_q_a_norm",
                   "self_attn.q_b_proj": "attn_q_b", "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa",
-                  "self_attn.kv_a_layernorm": "attn_kv_a_norm", "self_attn.o_proj": "attn_output",
+                  "self_attn.kv_a_layernorm": "attn_kv_a_norm", "self_attn.kv_b_proj": "attn_kv_b",
+                  "self_attn.o_proj": "attn_output",
                   "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
                   "mlp.gate": "ffn_gate_inp", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
                   "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp"}
 
 
-def deepseek_state_to_gguf(state, config):
+def deepseek_state_to_gguf(state, config, split_kv_b=True):
     """transformers 5's DeepSeek V3 as llama.cpp's converter writes it: kv_b_proj split per head into
     attn_k_b [heads, kv_lora, nope] (transposed) and attn_v_b [heads, v, kv_lora]; the fused experts
     (gate_up_proj [E, 2 I, H] gate then up) as ffn_gate_exps / ffn_up_exps [E, I, H]; the choice bias
@@ -1086,7 +1089,7 @@ def deepseek_state_to_gguf(state, config):
     out, rest = {}, {}
     for name, w in state.items():
         parts = name.split(".")
-        if name.endswith("kv_b_proj.weight"):
+        if name.endswith("kv_b_proj.weight") and split_kv_b:
             kv_b = w.reshape(H, nope + v, -1)
             out[f"blk.{parts[2]}.attn_k_b.weight"] = kv_b[:, :nope].transpose(0, 2, 1)
             out[f"blk.{parts[2]}.attn_v_b.weight"] = kv_b[:, nope:]
@@ -1164,19 +1167,24 @@ def deepseek_routing_margin(model, config, ids):
     return min(margins)
 
 
-def write_deepseek(lines):
+def write_deepseek(lines, older=False):
     """DeepSeek V3 as llama.cpp's converter writes it (general.architecture deepseek2): multi-head
     latent attention with q_lora (kv_b split into k_b, transposed, and v_b, key_length kv_lora_rank +
     rope width, the widths in the _mla keys), a dense first layer, then 4 experts (2 a token, sigmoid
     routing with the choice bias, 2 groups of which 1 is kept, renormalised, x2.5) beside a shared
     expert; YaRN with yarn_log_multiplier (mscale_all_dim 1, as mscale). Experts and dense MLP Q8_0,
-    v_b Q8_0, k_b F16 (its rows are 16 wide), the rest F32."""
+    v_b Q8_0, k_b F16 (its rows are 16 wide), the rest F32. older: as older converters wrote the
+    file (attn_kv_b whole, key_length and value_length the heads' widths, no _mla keys), and a V3
+    without q_lora (q_proj) whose file leaves out the group, weight-norm and weight-scale keys
+    (llama.cpp then neither limits groups, renormalises nor scales: the reference's config says so)."""
     from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
-    torch.manual_seed(50)
+    torch.manual_seed(51 if older else 50)  # 50 gave the older file's choices a margin of 0.0497
+    routing = dict(n_group=1, topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False) if older else \
+        dict(n_group=2, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True)
     config = DeepseekV3Config(vocab_size=96, hidden_size=64, intermediate_size=128, moe_intermediate_size=64,
                               num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
-                              n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True,
-                              num_attention_heads=4, num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=32,
+                              n_shared_experts=1, **routing,
+                              num_attention_heads=4, num_key_value_heads=4, q_lora_rank=None if older else 32, kv_lora_rank=32,
                               qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, max_position_embeddings=64,
                               rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
                               initializer_range=0.1,
@@ -1194,7 +1202,8 @@ def write_deepseek(lines):
             if n.endswith("e_score_correction_bias"):
                 b.copy_(0.5 * torch.randn_like(b))
     state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-    path = OUT / "deepseek2-v3.gguf"
+    name = "deepseek2-v3-older" if older else "deepseek2-v3"
+    path = OUT / f"{name}.gguf"
     w = GGUFWriter(str(path), "deepseek2")
     w.add_block_count(config.num_hidden_layers)
     w.add_context_length(config.max_position_embeddings)
@@ -1206,41 +1215,45 @@ def write_deepseek(lines):
     w.add_layer_norm_rms_eps(config.rms_norm_eps)
     w.add_expert_used_count(config.num_experts_per_tok)
     w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
-    w.add_expert_group_count(config.n_group)
-    w.add_expert_group_used_count(config.topk_group)
+    if not older:
+        w.add_expert_group_count(config.n_group)
+        w.add_expert_group_used_count(config.topk_group)
     w.add_leading_dense_block_count(config.first_k_dense_replace)
     w.add_vocab_size(config.vocab_size)
-    w.add_q_lora_rank(config.q_lora_rank)
+    if not older:
+        w.add_q_lora_rank(config.q_lora_rank)
     w.add_kv_lora_rank(config.kv_lora_rank)
-    w.add_key_length(config.kv_lora_rank + config.qk_rope_head_dim)
-    w.add_value_length(config.kv_lora_rank)
-    w.add_key_length_mla(config.qk_nope_head_dim + config.qk_rope_head_dim)
-    w.add_value_length_mla(config.v_head_dim)
+    if older:
+        w.add_key_length(config.qk_nope_head_dim + config.qk_rope_head_dim)
+        w.add_value_length(config.v_head_dim)
+    else:
+        w.add_key_length(config.kv_lora_rank + config.qk_rope_head_dim)
+        w.add_value_length(config.kv_lora_rank)
+        w.add_key_length_mla(config.qk_nope_head_dim + config.qk_rope_head_dim)
+        w.add_value_length_mla(config.v_head_dim)
     w.add_expert_feed_forward_length(config.moe_intermediate_size)
     w.add_expert_count(config.n_routed_experts)
     w.add_expert_shared_count(config.n_shared_experts)
-    w.add_expert_weights_scale(config.routed_scaling_factor)
-    w.add_expert_weights_norm(True)
+    if not older:
+        w.add_expert_weights_scale(config.routed_scaling_factor)
+        w.add_expert_weights_norm(True)
     w.add_rope_dimension_count(config.qk_rope_head_dim)
     w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
     w.add_rope_scaling_factor(4.0)
     w.add_rope_scaling_orig_ctx_len(16)
     w.add_rope_scaling_yarn_log_mul(0.1 * 1.0)
     special_ids(w, config)
-    for name, t in deepseek_state_to_gguf(state, config).items():
-        if t.ndim == 3 and name.endswith("_exps.weight"):  # each expert's rows, stacked back
+    for tname, t in deepseek_state_to_gguf(state, config, split_kv_b=not older).items():
+        if t.ndim == 3 and tname.endswith(("_exps.weight", "attn_v_b.weight")):  # each expert's (head's) rows, stacked back
             data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), Q.Q8_0)
-            w.add_tensor(name, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=Q.Q8_0)
-        elif name.endswith("attn_v_b.weight"):
-            data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), Q.Q8_0)
-            w.add_tensor(name, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=Q.Q8_0)
-        elif name.endswith("attn_k_b.weight"):
-            w.add_tensor(name, t.astype(np.float16))
-        elif t.ndim == 2 and name.split(".")[-2] in ("ffn_gate", "ffn_up", "ffn_down", "ffn_gate_shexp", "ffn_up_shexp",
-                                                     "ffn_down_shexp"):
-            add(w, name, t, Q.Q8_0)
+            w.add_tensor(tname, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=Q.Q8_0)
+        elif tname.endswith("attn_k_b.weight"):
+            w.add_tensor(tname, t.astype(np.float16))
+        elif t.ndim == 2 and tname.split(".")[-2] in ("ffn_gate", "ffn_up", "ffn_down", "ffn_gate_shexp", "ffn_up_shexp",
+                                                      "ffn_down_shexp", "attn_kv_b"):
+            add(w, tname, t, Q.Q8_0)
         else:
-            add(w, name, t.astype(np.float32), Q.F32)
+            add(w, tname, t.astype(np.float32), Q.F32)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -1248,8 +1261,8 @@ def write_deepseek(lines):
     ids = [1, 17, 42, 5, 88, 23, 61, 9]
     reference = deepseek_from_gguf(path, config)
     margin = deepseek_routing_margin(reference, config, ids)
-    assert margin > 0.05, f"deepseek2-v3: choices only {margin} apart"
-    lines.append(reference_line("deepseek2-v3", reference, ids, 2))
+    assert margin > 0.05, f"{name}: choices only {margin} apart"
+    lines.append(reference_line(name, reference, ids, 2))
 
 
 def moe_reference(lines, name, model, ids):
@@ -1649,6 +1662,7 @@ def main():
     write_moe_families(lines)
     write_gpt_oss(lines)
     write_deepseek(lines)
+    write_deepseek(lines, older=True)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
@@ -1673,6 +1687,6 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["gpt-oss"]:  # this one alone
         update_one(write_gpt_oss)
     elif sys.argv[1:] == ["deepseek2"]:
-        update_one(write_deepseek)
+        update_one(lambda lines: (write_deepseek(lines), write_deepseek(lines, older=True)))
     else:
         main()
