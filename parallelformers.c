@@ -157,13 +157,16 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
    PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
-   holds them (src/blocks.c); PF__BLOCKED names them all. */
+   holds them (src/blocks.c); MXFP4 is ggml's block of 32 e2m1 values and an E8M0 scale (a GGUF's,
+   or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
-   its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q2_K)
+   its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). An
+   MXFP4 checkpoint's matrix is PF__DTYPE_MXFP4 with a packed decoding too: its blocks are
+   assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere. */
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_MXFP4)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -185,7 +188,8 @@ typedef struct pf__st_tensor {
     const pf__file_map *file;
     int used;                     /* consumed by a slot or a known buffer (see pf__account_tensors) */
     const char *file_dtype;       /* the header's dtype ("F8_E4M3", "I32", ...), in the header JSON */
-    const struct pf__packed *packed; /* PF__DTYPE_PACKED: how to decode it (src/quantized.c) */
+    const struct pf__packed *packed; /* PF__DTYPE_PACKED, an MXFP4 checkpoint's PF__DTYPE_MXFP4: how to decode
+                                        it (src/quantized.c) */
 } pf__st_tensor;
 
 /* All tensors of a checkpoint (one file or shards), sorted by name. */
@@ -226,15 +230,25 @@ PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
    its block, as stored (Q3_K's less 32; IQ4_XS's 0..63): what every kernel set decodes them with. */
 PF_PRIVATE int pf__q3_k_scale(const uint8_t *sc, int s);
 PF_PRIVATE int pf__iq4_xs_scale(const uint8_t *b, int j);
+/* MXFP4's E8M0 scale byte as the factor of its doubled levels: 2^(e - 128) (ggml's
+   GGML_E8M0_TO_FP32_HALF; 0 and 1 give fp32 subnormals), exact. Inline: the block kernels take
+   one a sub-block. */
+static inline float pf__e8m0_half(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 #ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
 extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (ggml's kvalues_iq4nl) */
+extern PF_PRIVATE const int8_t pf__mxfp4_levels[16]; /* e2m1's values doubled (ggml's kvalues_mxfp4) */
 #endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
    being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
    mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
-   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS). What the integer matrix products
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
@@ -258,14 +272,16 @@ PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype);
 /* A quantized checkpoint's [rows = out, cols = in] matrix, decoded value by value where a rank's
    slice needs it (any run of a row: a rank's columns may start inside a block or group, whose
    scale follows the element). */
-typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ, PF__PACKED_CT_INT } pf__packed_format;
+typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ, PF__PACKED_CT_INT, PF__PACKED_MXFP4 } pf__packed_format;
 typedef struct pf__packed {
     pf__packed_format format;
     size_t rows, cols;
     const uint8_t *values;     /* FP8: e4m3 [rows][cols]; GPTQ: I32 [cols * bits / 32][rows] (packed along
-                                  the input); AWQ: I32 [cols][rows * bits / 32] (packed along the output) */
+                                  the input); AWQ: I32 [cols][rows * bits / 32] (packed along the output);
+                                  MXFP4: e2m1 nibbles [rows][cols / 2], input 2k in byte k's low nibble */
     const uint8_t *scales;     /* FP8: [ceil(rows / block_rows)][scale_cols], or one for the tensor;
-                                  GPTQ, AWQ: [groups][rows]; in scale_dtype (F32, F16, BF16) */
+                                  GPTQ, AWQ: [groups][rows]; in scale_dtype (F32, F16, BF16);
+                                  MXFP4: E8M0 bytes [rows][cols / 32] */
     const uint8_t *zeros;      /* GPTQ, AWQ: I32 [groups][rows * bits / 32], packed as the format packs */
     const uint8_t *group_of;   /* GPTQ: I32 [cols], each input's group (g_idx); NULL: input / group_size */
     size_t block_rows, block_cols, scale_cols; /* FP8's scale grid */
@@ -288,6 +304,9 @@ enum { PF__CT_ZERO_NONE, PF__CT_ZERO_I8, PF__CT_ZERO_PACKED };
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 /* Values [col, col + n) of row `row` of p, as fp32. */
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out);
+/* An MXFP4 matrix's blocks [first, first + count) of row `row` as ggml's MXFP4 blocks (the E8M0
+   byte, then inputs i and i + 16 in byte i's nibbles): what the ranks keep (PF__DTYPE_MXFP4). */
+PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
    that we do not implement are refused by name. No quantization_config: nothing to do. */
@@ -926,7 +945,8 @@ typedef struct pf__config {
     int moe_layers_listed;          /* 1: config.json's moe_layers, when present, lists the layers with experts
                                        (Llama 4's; else interleave_moe_layer_step as decoder_sparse_step) */
     int experts_interleaved;        /* 1: a fused gate_up's outputs alternate gate, up (gpt-oss's [..., ::2],
-                                       [..., 1::2]); read into gate rows, then up rows */
+                                       [..., 1::2]); read into gate rows, then up rows (per-expert
+                                       pieces, a GGUF's, are gate then up whatever this says) */
     double swiglu_limit;            /* > 0: the experts' clamped SwiGLU (gpt-oss): gate clamped above at
                                        this, up to [-limit, limit], out = (up + 1) * gate * sigmoid(alpha gate) */
     double swiglu_alpha;            /* that sigmoid's gain */
@@ -1976,7 +1996,8 @@ typedef struct pf__source {
                                tensor; owned by the model */
     size_t piece_rows;
     size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups] */
-    const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
+    const pf__packed *packed; /* PF__DTYPE_PACKED, an MXFP4 checkpoint's PF__DTYPE_MXFP4: its decoding (the
+                                 index owns it) */
     const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
                                          (the array owned by the model, like pieces) */
 } pf__source;
@@ -2675,7 +2696,7 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
 /* =============================================================================================== */
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
+   IQ4_NL, MXFP4) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
    ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
@@ -2687,11 +2708,16 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
     [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
+    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
 /* The IQ4 formats' 16 levels a nibble stands for (ggml's kvalues_iq4nl): a non-linear 4-bit grid. */
 PF_PRIVATE const int8_t pf__iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* MXFP4's 16 levels: e2m1 (sign, 2 exponent bits, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6)
+   doubled into integers, the block's scale halved to match (ggml's kvalues_mxfp4). */
+PF_PRIVATE const int8_t pf__mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
@@ -2732,7 +2758,7 @@ PF_PRIVATE int pf__iq4_xs_scale(const uint8_t *b, int j) {
 }
 
 /* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255 (the IQ4
-   formats' nibbles, which index pf__iq4_levels). */
+   formats' nibbles, which index pf__iq4_levels; MXFP4's, pf__mxfp4_levels). */
 static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
     switch (t) {
     case PF__DTYPE_Q8:
@@ -2771,8 +2797,9 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         break;
     }
     case PF__DTYPE_IQ4_NL: /* d, then Q4_0's nibbles */
+    case PF__DTYPE_MXFP4: /* the E8M0 byte, then Q4_0's nibbles */
     case PF__DTYPE_IQ4_XS: { /* d, 2 bytes of the scales' high bits, 4 of their nibbles, 16 bytes of nibbles a sub-block */
-        const uint8_t *qs = b + (t == PF__DTYPE_IQ4_NL ? 2 : 8 + j * 16);
+        const uint8_t *qs = b + (t == PF__DTYPE_IQ4_NL ? 2 : t == PF__DTYPE_MXFP4 ? 1 : 8 + j * 16);
         for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
         break;
     }
@@ -2796,12 +2823,14 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
-    for (int i = 0; i < 32; i++) out->v[i] = iq4 ? pf__iq4_levels[q[i]] : (int8_t)(q[i] - offset);
+    for (int i = 0; i < 32; i++)
+        out->v[i] = iq4 ? pf__iq4_levels[q[i]] : t == PF__DTYPE_MXFP4 ? pf__mxfp4_levels[q[i]] : (int8_t)(q[i] - offset);
     out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
     case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
     case PF__DTYPE_IQ4_XS: out->dw = pf__block_f16(b) * (float)(pf__iq4_xs_scale(b, j) - 32); break;
+    case PF__DTYPE_MXFP4: out->dw = pf__e8m0_half(b[0]); break;
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: {
         int scale, min;
@@ -2830,7 +2859,7 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     }
 }
 
-/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
+/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4), d * q + m (Q4_1,
    Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
    (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
@@ -5517,7 +5546,12 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
        tensor's, an output's or group_size inputs'), q int4 / int8 packed along the input
        (pack-quantized) or int8 (naive-quantized), zeros (asymmetric) packed along the output,
        or e4m3 x scale (float-quantized), in fp32 as transformers decompresses them into an fp32
-       model (the package computes in the scales' dtype: with BF16 scales, in a BF16 model). */
+       model (the package computes in the scales' dtype: with BF16 scales, in a BF16 model);
+     MXFP4 (gpt-oss's experts, transformers' Mxfp4 integration): e2m1 nibble x 2^(E8M0 - 127) of its
+       32 inputs, `<name>_blocks` U8 [..., out, in / 32, 16] (input 2k in byte k's low nibble) beside
+       `<name>_scales` U8 [..., out, in / 32]. These are not decoded where the ranks keep blocks
+       (CPU ranks, dtype auto or q8_0): each row's blocks become ggml's MXFP4 blocks as they are
+       copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4). */
 
 /* ---- decoding ---- */
 
@@ -5592,7 +5626,29 @@ static float pf__ct_value(const pf__packed *p, size_t row, size_t col) {
     return (float)(q - zero) * pf__packed_scale(p, at);
 }
 
+/* MXFP4 input c of row `row`: its nibble (0..15, an index of pf__mxfp4_levels). */
+static unsigned pf__mxfp4_nibble(const pf__packed *p, size_t row, size_t c) {
+    uint8_t byte = p->values[(row * p->cols + c) / 2];
+    return c % 2 ? byte >> 4 : byte & 15u;
+}
+
+PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    for (size_t b = first; b < first + count; b++, out += 17) {
+        const uint8_t *in = p->values + (row * p->cols + b * 32) / 2; /* the block's 16 bytes: inputs 2k, 2k + 1 in byte k */
+        out[0] = p->scales[row * (p->cols / 32) + b];
+        for (int i = 0; i < 16; i++) { /* input i (low nibble) and i + 16 (high): byte i / 2 and 8 + i / 2 */
+            int shift = i % 2 * 4;
+            out[1 + i] = (uint8_t)((in[i / 2] >> shift & 15) | (in[8 + i / 2] >> shift & 15) << 4);
+        }
+    }
+}
+
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out) {
+    if (p->format == PF__PACKED_MXFP4) { /* the levels are e2m1 doubled, the scale halved: exact */
+        for (size_t c = col, end = col + n; c < end; c++)
+            *out++ = (float)pf__mxfp4_levels[pf__mxfp4_nibble(p, row, c)] * pf__e8m0_half(p->scales[row * (p->cols / 32) + c / 32]);
+        return;
+    }
     if (p->format == PF__PACKED_FP8) { /* block by block: one scale for each stretch of the run */
         const uint8_t *codes = p->values + row * p->cols;
         int one_scale = p->scale_cols == 0;
@@ -5654,6 +5710,12 @@ static const pf__qkey pf__gptq_keys[] = {
     {"backend", PF__QKEY_IGNORABLE}, {"use_exllama", PF__QKEY_IGNORABLE}, {"exllama_config", PF__QKEY_IGNORABLE},
     {"use_cuda_fp16", PF__QKEY_IGNORABLE}, {"do_fuse", PF__QKEY_IGNORABLE}, {"fuse_max_seq_len", PF__QKEY_IGNORABLE},
     {"modules_to_fuse", PF__QKEY_IGNORABLE},
+};
+
+/* Mxfp4Config's keys: which modules are quantized is read from the tensors (their _blocks). */
+static const pf__qkey pf__mxfp4_keys[] = {
+    {"quant_method", PF__QKEY_HONOURED}, {"modules_to_not_convert", PF__QKEY_IGNORABLE},
+    {"dequantize", PF__QKEY_IGNORABLE}, /* transformers' loading switch: the values are the same */
 };
 
 /* compressed-tensors' QuantizationConfig, its one scheme (config_groups' group) and the scheme's
@@ -6239,6 +6301,78 @@ static pf_result pf__fp8_tensors(pf__st_index *index, const pf__qconfig *q, char
     return PF_OK;
 }
 
+/* MXFP4: a `<stem>_blocks` U8 [..., out, in / 32, 16] and its `<stem>_scales` U8 [..., out, in / 32]
+   (1 or 2 leading dimensions: a matrix, or experts) become the PF__DTYPE_MXFP4 tensor `<stem>` of
+   the weights' shape [..., out, in], written to *out. */
+static pf_result pf__mxfp4_take(pf__st_index *index, pf__st_tensor *blocks, size_t stem, pf__st_tensor *out,
+                                char *message, size_t size) {
+    const char *path = blocks->file->path;
+    pf__st_tensor *scales = (pf__st_tensor *)pf__part(index, blocks->name, stem, "_scales");
+    int stem_len = (int)stem, n = blocks->ndim;
+    if (!scales)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' has no '%.*s_scales' beside it", path,
+                          blocks->name, stem_len, blocks->name);
+    if (pf__part(index, blocks->name, stem, ""))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: '%.*s' is both in MXFP4 blocks and unquantized", path,
+                          stem_len, blocks->name);
+    int shape_ok = pf__file_dtype_is(blocks, "U8") && (pf__file_dtype_is(scales, "U8") || pf__file_dtype_is(scales, "F8_E8M0")) &&
+                   (n == 3 || n == 4) && scales->ndim == n - 1 && blocks->shape[n - 1] == 16 && blocks->numel;
+    for (int d = 0; shape_ok && d < n - 1; d++) shape_ok = scales->shape[d] == blocks->shape[d];
+    if (!shape_ok)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are not U8 MXFP4 blocks [..., out, "
+                          "in / 32, 16] and their E8M0 scales [..., out, in / 32] (one or two leading dimensions)", path,
+                          blocks->name, scales->name);
+    char *name = (char *)malloc(stem + 1);
+    pf__packed *p = pf__packed_new(index);
+    if (!name || pf__st_own(index, name) || !p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(name, blocks->name, stem);
+    name[stem] = 0;
+    size_t cols = blocks->shape[n - 2] * 32, rows = blocks->numel / 16 / blocks->shape[n - 2];
+    memset(p, 0, sizeof *p);
+    p->format = PF__PACKED_MXFP4, p->rows = rows, p->cols = cols, p->values = blocks->data, p->scales = scales->data;
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = PF__DTYPE_MXFP4;
+    out->file_dtype = "U8";
+    out->ndim = n - 1;
+    for (int d = 0; d < n - 2; d++) out->shape[d] = blocks->shape[d];
+    out->shape[n - 2] = cols;
+    out->numel = rows * cols;
+    out->data = blocks->data;
+    out->bytes = blocks->bytes + scales->bytes;
+    out->file = blocks->file;
+    out->packed = p;
+    blocks->used = scales->used = 1;
+    return PF_OK;
+}
+
+/* MXFP4: every `_blocks` tensor's weight added to the index (as GPTQ's below). */
+static pf_result pf__mxfp4_tensors(pf__st_index *index, char *message, size_t size) {
+    size_t count = 0, stem = 0, made = 0;
+    for (size_t i = 0; i < index->num_tensors; i++) count += pf__has_suffix_of(index->tensors[i].name, "_blocks", &stem);
+    if (!count) return PF_OK;
+    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
+    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    for (size_t i = 0; i < index->num_tensors && !r; i++)
+        if (pf__has_suffix_of(index->tensors[i].name, "_blocks", &stem))
+            r = pf__mxfp4_take(index, &index->tensors[i], stem, &added[made++], message, size);
+    for (size_t i = 0; i < index->num_tensors && !r; i++) /* a scale without its blocks */
+        if (!index->tensors[i].used && pf__has_suffix_of(index->tensors[i].name, "_scales", &stem))
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' has no '%.*s_blocks' beside it",
+                           index->tensors[i].file->path, index->tensors[i].name, (int)stem, index->tensors[i].name);
+    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
+    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) {
+        index->tensors = grown;
+        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
+        index->num_tensors += count;
+        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    }
+    free(added);
+    return r;
+}
+
 /* GPTQ, AWQ: every qweight's module becomes a packed ".weight" tensor, added to the index once all
    are made (the index is searched meanwhile), which is then sorted again: nothing points into its
    tensors yet. */
@@ -6293,9 +6427,12 @@ PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, ch
         if (!(r = pf__check_qkeys(qc, q.method, pf__ct_keys, PF__COUNT(pf__ct_keys), path, message, size)) &&
             !(r = pf__ct_config(qc, path, &q, message, size)))
             r = pf__ct_tensors(index, &q, message, size);
+    } else if (!strcmp(q.method, "mxfp4")) {
+        if (!(r = pf__check_qkeys(qc, q.method, pf__mxfp4_keys, PF__COUNT(pf__mxfp4_keys), path, message, size)))
+            r = pf__mxfp4_tensors(index, message, size);
     } else {
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's quant_method \"%s\" is not "
-                       "supported (fp8, gptq, awq and compressed-tensors are)", path, q.method);
+                       "supported (fp8, gptq, awq, compressed-tensors and mxfp4 are)", path, q.method);
     }
     pf__json_free(json);
     return r;
@@ -19719,7 +19856,7 @@ PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K), multiplied in
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4), multiplied in
    their blocks. Each 32-weight sub-block is integers v with factors (pf__sub_block: weight =
    dw s v + mw m) and meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx:
    pf__quantize_x_fn), so its product is dx (dw dot + mw mdot), dot = sum s v qx and mdot =
@@ -19765,7 +19902,7 @@ static PF__INLINE size_t pf__values_of(const pf__dtype t) {
     return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS || t == PF__DTYPE_Q2_K ? 256 : 32;
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_Q4_1 ? 20
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
            : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
@@ -19838,6 +19975,11 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         }
         *dw = pf__f16_at_f16c(b) * (float)(pf__iq4_xs_scale(b, j) - 32);
         return _mm256_shuffle_epi8(levels, pf__q4_load(b + 8 + j * 16));
+    }
+    case PF__DTYPE_MXFP4: { /* the E8M0 byte, then Q4_0's nibbles, each the index of one of pf__mxfp4_levels */
+        const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)pf__mxfp4_levels));
+        *dw = pf__e8m0_half(b[0]);
+        return _mm256_shuffle_epi8(levels, pf__q4_load(b + 1));
     }
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
@@ -19937,6 +20079,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_IQ4_NL: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
     case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
+    case PF__DTYPE_MXFP4: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -20087,6 +20230,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_IQ4_NL: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_NL); break;
     case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
+    case PF__DTYPE_MXFP4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -21702,7 +21846,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..14 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K blocks,
+   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks,
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
@@ -23388,6 +23532,9 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
     case PF__SPLIT_EXPERTS_GATE_UP: { /* of each of its experts, its columns of gate, then of up */
         size_t I = (size_t)c->moe_intermediate_size, w = (size_t)s->expert_width;
+        /* a fused tensor's outputs alternate where the family's do; per-expert pieces (a GGUF's
+           gate and up tensors) are gate, then up */
+        int interleaved = c->experts_interleaved && !src->pieces;
         p->rows = (size_t)s->experts * 2 * w;
         if (!p->rows) break;
         p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
@@ -23397,7 +23544,7 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
                 for (size_t i = 0, col; i < w; i++) {
                     col = (size_t)s->expert_col_begin + i;
                     /* interleaved: gate column i is output 2i, up's 2i + 1 (gpt-oss) */
-                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + (c->experts_interleaved ? 2 * col + half : half * I + col);
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + (interleaved ? 2 * col + half : half * I + col);
                 }
         break;
     }
@@ -23436,6 +23583,13 @@ static const uint8_t *pf__blocked_row(const pf__source *src, size_t row) {
     size_t row_bytes = pf__weight_bytes(src->dtype, 1, src->cols);
     if (src->pieces) return src->pieces[row / src->piece_rows] + row % src->piece_rows * row_bytes;
     return src->data + row * row_bytes;
+}
+
+/* Blocks [first, first + count) of row `row` of a block-format source into out: the file's bytes,
+   or an MXFP4 checkpoint's assembled from its two tensors (pf__mxfp4_row_blocks). */
+static void pf__copy_row_blocks(uint8_t *out, const pf__source *src, size_t row, size_t first, size_t count) {
+    if (src->packed) pf__mxfp4_row_blocks(src->packed, row, first, count, out);
+    else memcpy(out, pf__blocked_row(src, row) + first * pf__block_bytes(src->dtype), count * pf__block_bytes(src->dtype));
 }
 
 /* n consecutive values of a source in file order, from element index first, as fp32. */
@@ -23659,10 +23813,9 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
     }
     float *f = *staging;
     if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
-        size_t values = pf__block_values(dtype);
-        size_t slice_bytes = pf__weight_bytes(dtype, 1, p->cols), skip = p->col_begin / values * pf__block_bytes(dtype);
+        size_t values = pf__block_values(dtype), slice_bytes = pf__weight_bytes(dtype, 1, p->cols);
         for (size_t i = 0; i < p->rows; i++)
-            memcpy((uint8_t *)f + i * slice_bytes, pf__blocked_row(src, pf__plan_row(p, i)) + skip, slice_bytes);
+            pf__copy_row_blocks((uint8_t *)f + i * slice_bytes, src, pf__plan_row(p, i), p->col_begin / values, p->cols / values);
         r->backend->upload(r, dst, f, slice_bytes * p->rows);
         pf__progress_add(r->group, slice_bytes * p->rows);
         return;
@@ -27021,7 +27174,8 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
-       PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+       PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30,
+       PF__GGML_MXFP4 = 39 };
 /* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
@@ -27035,7 +27189,7 @@ static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; 
     [PF__GGML_IQ4_NL] = {"IQ4_NL", 32, 18, PF__DTYPE_IQ4_NL}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [PF__GGML_IQ4_XS] = {"IQ4_XS", 256, 136, PF__DTYPE_IQ4_XS},
     [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
     [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
-    [39] = {"MXFP4", 0, 0},
+    [PF__GGML_MXFP4] = {"MXFP4", 32, 17, PF__DTYPE_MXFP4},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
 #define PF__GGUF_MAX_EXPERTS 65536 /* as config.json's num_experts */
@@ -27244,7 +27398,8 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS "
+                              "and MXFP4)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)
@@ -27518,6 +27673,17 @@ static const char *pf__gguf_rows_of(const char *arch) {
     return arch;
 }
 
+/* The supported architectures' names, comma separated, into out. */
+static void pf__gguf_arch_names(char *out, size_t size) {
+    size_t at = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_archs) && at < size; i++) {
+        int n = snprintf(out + at, size - at, "%s%s", i ? ", " : "", pf__gguf_archs[i].name);
+        if (n < 0) break;
+        at += (size_t)n;
+    }
+}
+
 static const pf__gguf_arch *pf__gguf_find_arch(const char *name, size_t len) {
     for (size_t i = 0; i < PF__COUNT(pf__gguf_archs); i++)
         if (strlen(pf__gguf_archs[i].name) == len && !memcmp(pf__gguf_archs[i].name, name, len)) return &pf__gguf_archs[i];
@@ -27683,6 +27849,63 @@ static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_
     return PF_OK;
 }
 
+/* DeepSeek V3's (deepseek2's) config beyond the PF_GGUF_CONFIG rows, as llama.cpp reads the file:
+   sigmoid routing (expert_gating_func 2; softmax, V2's, and a file without the key, which llama.cpp
+   takes as V2's, are refused); the head widths from the _mla keys (newer files: key_length is
+   kv_lora_rank + the rope width there) or key_length and value_length; no q_lora_rank: q_proj;
+   absent routing keys as llama.cpp takes them (no groups, no scale, not renormalised), not
+   transformers' V3 defaults; yarn with llama.cpp's yarn_log_multiplier (0.1 mscale_all_dim) as
+   both mscales, which makes the rotation's factor 1 and the scores' mscale^2, as llama.cpp's
+   graph computes them (its corrections truncated, as transformers' default). */
+static pf_result pf__gguf_mla_config(const pf__gguf *g, const char *arch, pf__tok_buf *b, int *bad, char *message,
+                                     size_t size) {
+    char key[96], text[256];
+    double v = 0, rope = 0, key_width = 0, value_width = 0;
+    int flag = 0;
+#define PF__MLA_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
+    if (pf__gguf_get_number(g, PF__MLA_KEY("expert_gating_func"), &v) != 1 || v != 2)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %s: softmax routing (DeepSeek V2's; llama.cpp's "
+                          "reading of a file without the key) is not read from GGUF: load its safetensors checkpoint",
+                          g->path, key, pf__gguf_find(g, key) ? "is not 2 (sigmoid)" : "is missing");
+    if (pf__gguf_get_number(g, PF__MLA_KEY("rope.dimension_count"), &rope) != 1 || !(rope >= 2 && rope < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s is missing or not a width", g->path, key);
+    int mla = pf__gguf_get_number(g, PF__MLA_KEY("attention.key_length_mla"), &key_width) == 1;
+    if (!mla) pf__gguf_get_number(g, PF__MLA_KEY("attention.key_length"), &key_width);
+    pf__gguf_get_number(g, PF__MLA_KEY(mla ? "attention.value_length_mla" : "attention.value_length"), &value_width);
+    if (!(key_width > rope && key_width < 1e6 && value_width >= 1 && value_width < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.attention.key_length%s %g and value_length%s %g are not "
+                          "head widths beside a rope width of %g", g->path, arch, mla ? "_mla" : "", key_width,
+                          mla ? "_mla" : "", value_width, rope);
+    snprintf(text, sizeof text, ", \"qk_nope_head_dim\": %.17g, \"v_head_dim\": %.17g", key_width - rope, value_width);
+    *bad |= pf__gguf_put(b, text);
+    if (!pf__gguf_find(g, PF__MLA_KEY("attention.q_lora_rank"))) *bad |= pf__gguf_put(b, ", \"q_lora_rank\": null");
+    if (!pf__gguf_find(g, PF__MLA_KEY("expert_group_count"))) *bad |= pf__gguf_put(b, ", \"n_group\": 1, \"topk_group\": 1");
+    if (!pf__gguf_find(g, PF__MLA_KEY("expert_weights_scale"))) *bad |= pf__gguf_put(b, ", \"routed_scaling_factor\": 1");
+    if (pf__gguf_get_bool(g, PF__MLA_KEY("expert_weights_norm"), &flag) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s is not a boolean", g->path, key);
+    *bad |= pf__gguf_put(b, flag ? ", \"norm_topk_prob\": true" : ", \"norm_topk_prob\": false");
+    const char *type = NULL;
+    size_t type_len = 0;
+    double factor = 0, original = 0, log_mul = 0;
+    int has_type = pf__gguf_get_string(g, PF__MLA_KEY("rope.scaling.type"), &type, &type_len);
+    if (has_type < 0 || (has_type && !(type_len == 4 && (!memcmp(type, "yarn", 4) || !memcmp(type, "none", 4)))))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s is not \"yarn\" or \"none\"", g->path, key);
+    if (has_type && !memcmp(type, "yarn", 4)) {
+        if (pf__gguf_get_number(g, PF__MLA_KEY("rope.scaling.factor"), &factor) != 1 || !(factor >= 1 && factor < 1e6) ||
+            pf__gguf_get_number(g, PF__MLA_KEY("rope.scaling.original_context_length"), &original) != 1 ||
+            !(original >= 1 && original < 1e9) ||
+            pf__gguf_get_number(g, PF__MLA_KEY("rope.scaling.yarn_log_multiplier"), &log_mul) != 1 || !(log_mul >= 0 && log_mul < 1e3))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.rope.scaling (yarn) needs a factor, "
+                              "original_context_length and yarn_log_multiplier", g->path, arch);
+        snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": %.17g, "
+                 "\"original_max_position_embeddings\": %.17g, \"mscale\": %.17g, \"mscale_all_dim\": %.17g}", factor,
+                 original, log_mul / 0.1, log_mul / 0.1);
+        *bad |= pf__gguf_put(b, text);
+    }
+#undef PF__MLA_KEY
+    return PF_OK;
+}
+
 /* config.json from the metadata of architecture a, into b; the head is tied when the file has
    no output.weight. */
 static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a, int64_t vocab, pf__tok_buf *b,
@@ -27713,6 +27936,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
                           g->path, key, v, (long long)vocab);
     bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
     if (a->rotary == 1 && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
+    if (a->rotary == 4 && (r = pf__gguf_mla_config(g, a->name, b, &bad, message, size))) return r;
     if (a->rotary == 2 || a->rotary == 3) { /* the rotated share of each head: GPT-NeoX's key, or the later one */
         double hidden = 0, dims;
         snprintf(key, sizeof key, "%s.embedding_length", a->name);
@@ -27766,7 +27990,8 @@ static pf_result pf__gguf_check_kv_heads(const pf__gguf *g, const pf__gguf_arch 
    keeps as a [1, n] row (Qwen2-MoE's shared expert gate) is read as that row. */
 typedef enum {
     PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
-    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GROUP_QKV
+    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GROUP_QKV, PF__GGUF_GATE_UP_BIASES, PF__GGUF_UP_BIASES,
+    PF__GGUF_KV_B_FROM_K_B, PF__GGUF_WITH_K_B
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -27995,6 +28220,104 @@ static pf_result pf__gguf_add_experts(pf__st_index *index, const pf__gguf *g, co
         pf_result r = pf__gguf_add_tensor(index, g, &expert, name, PF__GGUF_AS_IS, 0, 0, message, size);
         if (r) return r;
     }
+    return PF_OK;
+}
+
+/* gpt-oss's expert biases, which the converter splits into ffn_gate_exps.bias and ffn_up_exps.bias
+   ([experts][I] each; t the gate's, of layer `layer`): interleaved again as transformers'
+   gate_up_proj_bias [experts][2 I] (gate i at 2i, up i at 2i + 1), fp32, named by pattern. */
+static pf_result pf__gguf_add_gate_up_biases(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t,
+                                             const char *pattern, int layer, char *message, size_t size) {
+    char up_name[64], name[160];
+    snprintf(up_name, sizeof up_name, "blk.%d.ffn_up_exps.bias", layer);
+    pf__gguf_tensor probe;
+    probe.name = up_name;
+    probe.name_len = strlen(up_name);
+    const pf__gguf_tensor *up = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
+                                                                 pf__gguf_tensor_name_cmp);
+    if (!up || t->ndim != 2 || up->ndim != 2 || up->ne[0] != t->ne[0] || up->ne[1] != t->ne[1])
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s of its [experts, I] shape beside it",
+                          g->path, pf__gguf_shown(t->name_len), t->name, up_name);
+    size_t experts = t->rows, width = t->cols;
+    float *out = (float *)malloc(experts * 2 * width * sizeof(float)), *gate_row = (float *)malloc(2 * width * sizeof(float));
+    if (!out || !gate_row || pf__st_own(index, out)) { /* pf__st_own frees out when it fails */
+        if (!gate_row) free(out);
+        free(gate_row);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    float *up_row = gate_row + width;
+    for (size_t e = 0; e < experts; e++) {
+        pf__gguf_dequantize_row(t, e, gate_row);
+        pf__gguf_dequantize_row(up, e, up_row);
+        for (size_t i = 0; i < width; i++) out[(e * width + i) * 2] = gate_row[i], out[(e * width + i) * 2 + 1] = up_row[i];
+    }
+    free(gate_row);
+    snprintf(name, sizeof name, pattern, layer);
+    char *owned_name = strdup(name);
+    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__st_tensor *st = &index->tensors[index->num_tensors++];
+    memset(st, 0, sizeof *st);
+    st->name = owned_name;
+    st->file = &index->files[0];
+    st->dtype = PF__DTYPE_F32;
+    st->ndim = 2;
+    st->shape[0] = experts;
+    st->shape[1] = 2 * width;
+    st->numel = experts * 2 * width;
+    st->data = (const uint8_t *)out;
+    st->bytes = st->numel * sizeof(float);
+    return PF_OK;
+}
+
+/* DeepSeek's kv_b_proj [heads (nope + v), kv_lora], which newer converters split per head into
+   attn_k_b [heads][kv_lora][nope] (its nope rows transposed) and attn_v_b [heads][v][kv_lora] (t the
+   k_b, of layer `layer`): put back together as fp32, named by pattern. */
+static pf_result pf__gguf_add_kv_b(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *pattern,
+                                   int layer, const pf__config *c, char *message, size_t size) {
+    char v_name[64], name[160];
+    snprintf(v_name, sizeof v_name, "blk.%d.attn_v_b.weight", layer);
+    pf__gguf_tensor probe;
+    probe.name = v_name;
+    probe.name_len = strlen(v_name);
+    const pf__gguf_tensor *vb = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
+                                                                 pf__gguf_tensor_name_cmp);
+    size_t heads = (size_t)c->num_heads, nope = (size_t)c->qk_nope_head_dim, v = (size_t)c->v_head_dim;
+    size_t latent = (size_t)c->kv_lora_rank;
+    if (!vb || t->ndim != 3 || t->ne[0] != nope || t->ne[1] != latent || t->ne[2] != heads || vb->ndim != 3 ||
+        vb->ne[0] != latent || vb->ne[1] != v || vb->ne[2] != heads)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' [%zu, %zu, %zu] and %s are not k_b and v_b of "
+                          "%zu heads (nope %zu, v %zu, kv_lora_rank %zu)", g->path, pf__gguf_shown(t->name_len), t->name,
+                          heads, latent, nope, v_name, heads, nope, v, latent);
+    size_t rows = heads * (nope + v);
+    float *out = (float *)malloc(rows * latent * sizeof(float)), *row = (float *)malloc((nope > latent ? nope : latent) * sizeof(float));
+    if (!out || !row || pf__st_own(index, out)) {
+        if (!row) free(out);
+        free(row);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t h = 0; h < heads; h++) {
+        float *head = out + h * (nope + v) * latent;
+        for (size_t c_ = 0; c_ < latent; c_++) { /* k_b's row c: latent input c of the head's nope outputs */
+            pf__gguf_dequantize_row(t, h * latent + c_, row);
+            for (size_t i = 0; i < nope; i++) head[i * latent + c_] = row[i];
+        }
+        for (size_t i = 0; i < v; i++) pf__gguf_dequantize_row(vb, h * v + i, head + (nope + i) * latent);
+    }
+    free(row);
+    snprintf(name, sizeof name, pattern, layer);
+    char *owned_name = strdup(name);
+    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__st_tensor *st = &index->tensors[index->num_tensors++];
+    memset(st, 0, sizeof *st);
+    st->name = owned_name;
+    st->file = &index->files[0];
+    st->dtype = PF__DTYPE_F32;
+    st->ndim = 2;
+    st->shape[0] = rows;
+    st->shape[1] = latent;
+    st->numel = rows * latent;
+    st->data = (const uint8_t *)out;
+    st->bytes = st->numel * sizeof(float);
     return PF_OK;
 }
 
@@ -28566,8 +28889,10 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     }
     const pf__gguf_arch *known_arch = pf__gguf_find_arch(arch, arch_len);
     if (!known_arch) {
-        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (llama and "
-                       "gpt2 are)", g.path, pf__gguf_shown(arch_len), arch);
+        char names[1024];
+        pf__gguf_arch_names(names, sizeof names);
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (these "
+                       "are: %s)", g.path, pf__gguf_shown(arch_len), arch, names);
         goto done;
     }
     const char *arch_name = known_arch->name, *rows_arch = pf__gguf_rows_of(arch_name), *variant = NULL;
@@ -28626,6 +28951,30 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         }
         if (e->transform == PF__GGUF_SPLIT_EXPERTS) {
             r = pf__gguf_add_experts(index, &g, t, e->hf, layer, message, size);
+            continue;
+        }
+        if (e->transform == PF__GGUF_GATE_UP_BIASES) {
+            r = pf__gguf_add_gate_up_biases(index, &g, t, e->hf, layer, message, size);
+            continue;
+        }
+        if (e->transform == PF__GGUF_KV_B_FROM_K_B) {
+            r = pf__gguf_add_kv_b(index, &g, t, e->hf, layer, &m->config, message, size);
+            continue;
+        }
+        if (e->transform == PF__GGUF_WITH_K_B) { /* read with the k_b: there must be one */
+            char kb[64];
+            snprintf(kb, sizeof kb, "blk.%d.attn_k_b.weight", layer);
+            if (!pf__gguf_has_tensor(&g, kb))
+                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s beside it", g.path,
+                               pf__gguf_shown(t->name_len), t->name, kb);
+            continue;
+        }
+        if (e->transform == PF__GGUF_UP_BIASES) { /* read with the gate's: there must be one */
+            char gate[64];
+            snprintf(gate, sizeof gate, "blk.%d.ffn_gate_exps.bias", layer);
+            if (!pf__gguf_has_tensor(&g, gate))
+                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s beside it", g.path,
+                               pf__gguf_shown(t->name_len), t->name, gate);
             continue;
         }
         snprintf(name, sizeof name, e->hf, layer);
@@ -33745,14 +34094,15 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
             flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
         }
     }
-    if (t->layout == PF__LAYOUT_EXPERTS) { /* [experts, rows / experts, cols] checked as [rows, cols] */
+    /* blocks pack along the input: an [experts, in, out] slot's blocks are [experts, out, in] (MXFP4's) */
+    int blocked_experts = t->layout == PF__LAYOUT_EXPERTS_IN_OUT && PF__BLOCKED(st->dtype);
+    if (t->layout == PF__LAYOUT_EXPERTS || blocked_experts) { /* [experts, rows / experts, cols] checked as [rows, cols] */
         size_t experts = (size_t)m->config.num_experts;
         int ok = st->ndim == 3 && st->shape[0] == experts;
         flat.ndim = ok ? 2 : 0;
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         flat.shape[1] = ok ? st->shape[2] : 0;
-    }
-    if (t->layout == PF__LAYOUT_EXPERTS_IN_OUT) { /* [experts, in, out] checked as [experts * out, in] */
+    } else if (t->layout == PF__LAYOUT_EXPERTS_IN_OUT) { /* [experts, in, out] checked as [experts * out, in] */
         size_t experts = (size_t)m->config.num_experts;
         int ok = st->ndim == 3 && st->shape[0] == experts;
         flat.ndim = ok ? 2 : 0;
@@ -33787,7 +34137,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                         st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
                         st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
                         want_dims > 1 ? want[1] : 0);
-    if (st->dtype == PF__DTYPE_PACKED && t->layout != PF__LAYOUT_OUT_IN) /* decoded by [out, in] rows */
+    if (st->packed && t->layout != PF__LAYOUT_OUT_IN && !blocked_experts) /* decoded by [out, in] rows */
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is quantized, which is implemented for linear layers' "
                         "[out, in] weights only", st->file->path, st->name);
     src->data = st->data;
@@ -33796,7 +34146,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS || t->layout == PF__LAYOUT_EXPERT_VECTORS ? PF__LAYOUT_VECTOR
-                  : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
+                  : t->layout == PF__LAYOUT_EXPERTS || blocked_experts              ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;
     src->groups = groups;

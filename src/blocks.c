@@ -4,7 +4,7 @@
 /* =============================================================================================== */
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
-   IQ4_NL) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
+   IQ4_NL, MXFP4) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
    ggml's block_* structs lay them out.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
@@ -16,11 +16,16 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
     [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
+    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
 /* The IQ4 formats' 16 levels a nibble stands for (ggml's kvalues_iq4nl): a non-linear 4-bit grid. */
 PF_PRIVATE const int8_t pf__iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+/* MXFP4's 16 levels: e2m1 (sign, 2 exponent bits, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6)
+   doubled into integers, the block's scale halved to match (ggml's kvalues_mxfp4). */
+PF_PRIVATE const int8_t pf__mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
@@ -61,7 +66,7 @@ PF_PRIVATE int pf__iq4_xs_scale(const uint8_t *b, int j) {
 }
 
 /* Sub-block j's unsigned values (before any offset), for every format: v[i] in 0..255 (the IQ4
-   formats' nibbles, which index pf__iq4_levels). */
+   formats' nibbles, which index pf__iq4_levels; MXFP4's, pf__mxfp4_levels). */
 static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
     switch (t) {
     case PF__DTYPE_Q8:
@@ -100,8 +105,9 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         break;
     }
     case PF__DTYPE_IQ4_NL: /* d, then Q4_0's nibbles */
+    case PF__DTYPE_MXFP4: /* the E8M0 byte, then Q4_0's nibbles */
     case PF__DTYPE_IQ4_XS: { /* d, 2 bytes of the scales' high bits, 4 of their nibbles, 16 bytes of nibbles a sub-block */
-        const uint8_t *qs = b + (t == PF__DTYPE_IQ4_NL ? 2 : 8 + j * 16);
+        const uint8_t *qs = b + (t == PF__DTYPE_IQ4_NL ? 2 : t == PF__DTYPE_MXFP4 ? 1 : 8 + j * 16);
         for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
         break;
     }
@@ -125,12 +131,14 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
-    for (int i = 0; i < 32; i++) out->v[i] = iq4 ? pf__iq4_levels[q[i]] : (int8_t)(q[i] - offset);
+    for (int i = 0; i < 32; i++)
+        out->v[i] = iq4 ? pf__iq4_levels[q[i]] : t == PF__DTYPE_MXFP4 ? pf__mxfp4_levels[q[i]] : (int8_t)(q[i] - offset);
     out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
     case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
     case PF__DTYPE_IQ4_XS: out->dw = pf__block_f16(b) * (float)(pf__iq4_xs_scale(b, j) - 32); break;
+    case PF__DTYPE_MXFP4: out->dw = pf__e8m0_half(b[0]); break;
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
     case PF__DTYPE_Q4_K: case PF__DTYPE_Q5_K: {
         int scale, min;
@@ -159,7 +167,7 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     }
 }
 
-/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0), d * q + m (Q4_1,
+/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4), d * q + m (Q4_1,
    Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
    (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {

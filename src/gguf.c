@@ -18,7 +18,8 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 /* ggml's tensor types by id: the name for messages, and for the types we read the block (weights)
    and its bytes. Others are refused by name. */
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
-       PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30 };
+       PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30,
+       PF__GGML_MXFP4 = 39 };
 /* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
@@ -32,7 +33,7 @@ static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; 
     [PF__GGML_IQ4_NL] = {"IQ4_NL", 32, 18, PF__DTYPE_IQ4_NL}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [PF__GGML_IQ4_XS] = {"IQ4_XS", 256, 136, PF__DTYPE_IQ4_XS},
     [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
     [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
-    [39] = {"MXFP4", 0, 0},
+    [PF__GGML_MXFP4] = {"MXFP4", 32, 17, PF__DTYPE_MXFP4},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
 #define PF__GGUF_MAX_EXPERTS 65536 /* as config.json's num_experts */
@@ -241,7 +242,8 @@ static pf_result pf__gguf_read_tensor_infos(pf__gguf *g, pf__gguf_cursor *c, uin
         unsigned block = pf__ggml_types[type].block;
         if (!block)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' has type %s, which parallelformers "
-                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS)", path, name_len,
+                              "does not read (it reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS "
+                              "and MXFP4)", path, name_len,
                               t->name, pf__ggml_types[type].name);
         if (t->cols % block || pf__mul_size(rows, t->cols / block * pf__ggml_types[type].bytes, &t->bytes) ||
             t->cols / block * pf__ggml_types[type].bytes / pf__ggml_types[type].bytes != t->cols / block)
@@ -515,6 +517,17 @@ static const char *pf__gguf_rows_of(const char *arch) {
     return arch;
 }
 
+/* The supported architectures' names, comma separated, into out. */
+static void pf__gguf_arch_names(char *out, size_t size) {
+    size_t at = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_archs) && at < size; i++) {
+        int n = snprintf(out + at, size - at, "%s%s", i ? ", " : "", pf__gguf_archs[i].name);
+        if (n < 0) break;
+        at += (size_t)n;
+    }
+}
+
 static const pf__gguf_arch *pf__gguf_find_arch(const char *name, size_t len) {
     for (size_t i = 0; i < PF__COUNT(pf__gguf_archs); i++)
         if (strlen(pf__gguf_archs[i].name) == len && !memcmp(pf__gguf_archs[i].name, name, len)) return &pf__gguf_archs[i];
@@ -680,6 +693,63 @@ static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_
     return PF_OK;
 }
 
+/* DeepSeek V3's (deepseek2's) config beyond the PF_GGUF_CONFIG rows, as llama.cpp reads the file:
+   sigmoid routing (expert_gating_func 2; softmax, V2's, and a file without the key, which llama.cpp
+   takes as V2's, are refused); the head widths from the _mla keys (newer files: key_length is
+   kv_lora_rank + the rope width there) or key_length and value_length; no q_lora_rank: q_proj;
+   absent routing keys as llama.cpp takes them (no groups, no scale, not renormalised), not
+   transformers' V3 defaults; yarn with llama.cpp's yarn_log_multiplier (0.1 mscale_all_dim) as
+   both mscales, which makes the rotation's factor 1 and the scores' mscale^2, as llama.cpp's
+   graph computes them (its corrections truncated, as transformers' default). */
+static pf_result pf__gguf_mla_config(const pf__gguf *g, const char *arch, pf__tok_buf *b, int *bad, char *message,
+                                     size_t size) {
+    char key[96], text[256];
+    double v = 0, rope = 0, key_width = 0, value_width = 0;
+    int flag = 0;
+#define PF__MLA_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
+    if (pf__gguf_get_number(g, PF__MLA_KEY("expert_gating_func"), &v) != 1 || v != 2)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %s: softmax routing (DeepSeek V2's; llama.cpp's "
+                          "reading of a file without the key) is not read from GGUF: load its safetensors checkpoint",
+                          g->path, key, pf__gguf_find(g, key) ? "is not 2 (sigmoid)" : "is missing");
+    if (pf__gguf_get_number(g, PF__MLA_KEY("rope.dimension_count"), &rope) != 1 || !(rope >= 2 && rope < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s is missing or not a width", g->path, key);
+    int mla = pf__gguf_get_number(g, PF__MLA_KEY("attention.key_length_mla"), &key_width) == 1;
+    if (!mla) pf__gguf_get_number(g, PF__MLA_KEY("attention.key_length"), &key_width);
+    pf__gguf_get_number(g, PF__MLA_KEY(mla ? "attention.value_length_mla" : "attention.value_length"), &value_width);
+    if (!(key_width > rope && key_width < 1e6 && value_width >= 1 && value_width < 1e6))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.attention.key_length%s %g and value_length%s %g are not "
+                          "head widths beside a rope width of %g", g->path, arch, mla ? "_mla" : "", key_width,
+                          mla ? "_mla" : "", value_width, rope);
+    snprintf(text, sizeof text, ", \"qk_nope_head_dim\": %.17g, \"v_head_dim\": %.17g", key_width - rope, value_width);
+    *bad |= pf__gguf_put(b, text);
+    if (!pf__gguf_find(g, PF__MLA_KEY("attention.q_lora_rank"))) *bad |= pf__gguf_put(b, ", \"q_lora_rank\": null");
+    if (!pf__gguf_find(g, PF__MLA_KEY("expert_group_count"))) *bad |= pf__gguf_put(b, ", \"n_group\": 1, \"topk_group\": 1");
+    if (!pf__gguf_find(g, PF__MLA_KEY("expert_weights_scale"))) *bad |= pf__gguf_put(b, ", \"routed_scaling_factor\": 1");
+    if (pf__gguf_get_bool(g, PF__MLA_KEY("expert_weights_norm"), &flag) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s is not a boolean", g->path, key);
+    *bad |= pf__gguf_put(b, flag ? ", \"norm_topk_prob\": true" : ", \"norm_topk_prob\": false");
+    const char *type = NULL;
+    size_t type_len = 0;
+    double factor = 0, original = 0, log_mul = 0;
+    int has_type = pf__gguf_get_string(g, PF__MLA_KEY("rope.scaling.type"), &type, &type_len);
+    if (has_type < 0 || (has_type && !(type_len == 4 && (!memcmp(type, "yarn", 4) || !memcmp(type, "none", 4)))))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s is not \"yarn\" or \"none\"", g->path, key);
+    if (has_type && !memcmp(type, "yarn", 4)) {
+        if (pf__gguf_get_number(g, PF__MLA_KEY("rope.scaling.factor"), &factor) != 1 || !(factor >= 1 && factor < 1e6) ||
+            pf__gguf_get_number(g, PF__MLA_KEY("rope.scaling.original_context_length"), &original) != 1 ||
+            !(original >= 1 && original < 1e9) ||
+            pf__gguf_get_number(g, PF__MLA_KEY("rope.scaling.yarn_log_multiplier"), &log_mul) != 1 || !(log_mul >= 0 && log_mul < 1e3))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s.rope.scaling (yarn) needs a factor, "
+                              "original_context_length and yarn_log_multiplier", g->path, arch);
+        snprintf(text, sizeof text, ", \"rope_scaling\": {\"type\": \"yarn\", \"factor\": %.17g, "
+                 "\"original_max_position_embeddings\": %.17g, \"mscale\": %.17g, \"mscale_all_dim\": %.17g}", factor,
+                 original, log_mul / 0.1, log_mul / 0.1);
+        *bad |= pf__gguf_put(b, text);
+    }
+#undef PF__MLA_KEY
+    return PF_OK;
+}
+
 /* config.json from the metadata of architecture a, into b; the head is tied when the file has
    no output.weight. */
 static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a, int64_t vocab, pf__tok_buf *b,
@@ -710,6 +780,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
                           g->path, key, v, (long long)vocab);
     bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
     if (a->rotary == 1 && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
+    if (a->rotary == 4 && (r = pf__gguf_mla_config(g, a->name, b, &bad, message, size))) return r;
     if (a->rotary == 2 || a->rotary == 3) { /* the rotated share of each head: GPT-NeoX's key, or the later one */
         double hidden = 0, dims;
         snprintf(key, sizeof key, "%s.embedding_length", a->name);
@@ -763,7 +834,8 @@ static pf_result pf__gguf_check_kv_heads(const pf__gguf *g, const pf__gguf_arch 
    keeps as a [1, n] row (Qwen2-MoE's shared expert gate) is read as that row. */
 typedef enum {
     PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
-    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GROUP_QKV
+    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GROUP_QKV, PF__GGUF_GATE_UP_BIASES, PF__GGUF_UP_BIASES,
+    PF__GGUF_KV_B_FROM_K_B, PF__GGUF_WITH_K_B
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -992,6 +1064,104 @@ static pf_result pf__gguf_add_experts(pf__st_index *index, const pf__gguf *g, co
         pf_result r = pf__gguf_add_tensor(index, g, &expert, name, PF__GGUF_AS_IS, 0, 0, message, size);
         if (r) return r;
     }
+    return PF_OK;
+}
+
+/* gpt-oss's expert biases, which the converter splits into ffn_gate_exps.bias and ffn_up_exps.bias
+   ([experts][I] each; t the gate's, of layer `layer`): interleaved again as transformers'
+   gate_up_proj_bias [experts][2 I] (gate i at 2i, up i at 2i + 1), fp32, named by pattern. */
+static pf_result pf__gguf_add_gate_up_biases(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t,
+                                             const char *pattern, int layer, char *message, size_t size) {
+    char up_name[64], name[160];
+    snprintf(up_name, sizeof up_name, "blk.%d.ffn_up_exps.bias", layer);
+    pf__gguf_tensor probe;
+    probe.name = up_name;
+    probe.name_len = strlen(up_name);
+    const pf__gguf_tensor *up = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
+                                                                 pf__gguf_tensor_name_cmp);
+    if (!up || t->ndim != 2 || up->ndim != 2 || up->ne[0] != t->ne[0] || up->ne[1] != t->ne[1])
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s of its [experts, I] shape beside it",
+                          g->path, pf__gguf_shown(t->name_len), t->name, up_name);
+    size_t experts = t->rows, width = t->cols;
+    float *out = (float *)malloc(experts * 2 * width * sizeof(float)), *gate_row = (float *)malloc(2 * width * sizeof(float));
+    if (!out || !gate_row || pf__st_own(index, out)) { /* pf__st_own frees out when it fails */
+        if (!gate_row) free(out);
+        free(gate_row);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    float *up_row = gate_row + width;
+    for (size_t e = 0; e < experts; e++) {
+        pf__gguf_dequantize_row(t, e, gate_row);
+        pf__gguf_dequantize_row(up, e, up_row);
+        for (size_t i = 0; i < width; i++) out[(e * width + i) * 2] = gate_row[i], out[(e * width + i) * 2 + 1] = up_row[i];
+    }
+    free(gate_row);
+    snprintf(name, sizeof name, pattern, layer);
+    char *owned_name = strdup(name);
+    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__st_tensor *st = &index->tensors[index->num_tensors++];
+    memset(st, 0, sizeof *st);
+    st->name = owned_name;
+    st->file = &index->files[0];
+    st->dtype = PF__DTYPE_F32;
+    st->ndim = 2;
+    st->shape[0] = experts;
+    st->shape[1] = 2 * width;
+    st->numel = experts * 2 * width;
+    st->data = (const uint8_t *)out;
+    st->bytes = st->numel * sizeof(float);
+    return PF_OK;
+}
+
+/* DeepSeek's kv_b_proj [heads (nope + v), kv_lora], which newer converters split per head into
+   attn_k_b [heads][kv_lora][nope] (its nope rows transposed) and attn_v_b [heads][v][kv_lora] (t the
+   k_b, of layer `layer`): put back together as fp32, named by pattern. */
+static pf_result pf__gguf_add_kv_b(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *pattern,
+                                   int layer, const pf__config *c, char *message, size_t size) {
+    char v_name[64], name[160];
+    snprintf(v_name, sizeof v_name, "blk.%d.attn_v_b.weight", layer);
+    pf__gguf_tensor probe;
+    probe.name = v_name;
+    probe.name_len = strlen(v_name);
+    const pf__gguf_tensor *vb = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
+                                                                 pf__gguf_tensor_name_cmp);
+    size_t heads = (size_t)c->num_heads, nope = (size_t)c->qk_nope_head_dim, v = (size_t)c->v_head_dim;
+    size_t latent = (size_t)c->kv_lora_rank;
+    if (!vb || t->ndim != 3 || t->ne[0] != nope || t->ne[1] != latent || t->ne[2] != heads || vb->ndim != 3 ||
+        vb->ne[0] != latent || vb->ne[1] != v || vb->ne[2] != heads)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' [%zu, %zu, %zu] and %s are not k_b and v_b of "
+                          "%zu heads (nope %zu, v %zu, kv_lora_rank %zu)", g->path, pf__gguf_shown(t->name_len), t->name,
+                          heads, latent, nope, v_name, heads, nope, v, latent);
+    size_t rows = heads * (nope + v);
+    float *out = (float *)malloc(rows * latent * sizeof(float)), *row = (float *)malloc((nope > latent ? nope : latent) * sizeof(float));
+    if (!out || !row || pf__st_own(index, out)) {
+        if (!row) free(out);
+        free(row);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t h = 0; h < heads; h++) {
+        float *head = out + h * (nope + v) * latent;
+        for (size_t c_ = 0; c_ < latent; c_++) { /* k_b's row c: latent input c of the head's nope outputs */
+            pf__gguf_dequantize_row(t, h * latent + c_, row);
+            for (size_t i = 0; i < nope; i++) head[i * latent + c_] = row[i];
+        }
+        for (size_t i = 0; i < v; i++) pf__gguf_dequantize_row(vb, h * v + i, head + (nope + i) * latent);
+    }
+    free(row);
+    snprintf(name, sizeof name, pattern, layer);
+    char *owned_name = strdup(name);
+    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__st_tensor *st = &index->tensors[index->num_tensors++];
+    memset(st, 0, sizeof *st);
+    st->name = owned_name;
+    st->file = &index->files[0];
+    st->dtype = PF__DTYPE_F32;
+    st->ndim = 2;
+    st->shape[0] = rows;
+    st->shape[1] = latent;
+    st->numel = rows * latent;
+    st->data = (const uint8_t *)out;
+    st->bytes = st->numel * sizeof(float);
     return PF_OK;
 }
 
@@ -1563,8 +1733,10 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     }
     const pf__gguf_arch *known_arch = pf__gguf_find_arch(arch, arch_len);
     if (!known_arch) {
-        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (llama and "
-                       "gpt2 are)", g.path, pf__gguf_shown(arch_len), arch);
+        char names[1024];
+        pf__gguf_arch_names(names, sizeof names);
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: general.architecture \"%.*s\" is not supported (these "
+                       "are: %s)", g.path, pf__gguf_shown(arch_len), arch, names);
         goto done;
     }
     const char *arch_name = known_arch->name, *rows_arch = pf__gguf_rows_of(arch_name), *variant = NULL;
@@ -1623,6 +1795,30 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         }
         if (e->transform == PF__GGUF_SPLIT_EXPERTS) {
             r = pf__gguf_add_experts(index, &g, t, e->hf, layer, message, size);
+            continue;
+        }
+        if (e->transform == PF__GGUF_GATE_UP_BIASES) {
+            r = pf__gguf_add_gate_up_biases(index, &g, t, e->hf, layer, message, size);
+            continue;
+        }
+        if (e->transform == PF__GGUF_KV_B_FROM_K_B) {
+            r = pf__gguf_add_kv_b(index, &g, t, e->hf, layer, &m->config, message, size);
+            continue;
+        }
+        if (e->transform == PF__GGUF_WITH_K_B) { /* read with the k_b: there must be one */
+            char kb[64];
+            snprintf(kb, sizeof kb, "blk.%d.attn_k_b.weight", layer);
+            if (!pf__gguf_has_tensor(&g, kb))
+                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s beside it", g.path,
+                               pf__gguf_shown(t->name_len), t->name, kb);
+            continue;
+        }
+        if (e->transform == PF__GGUF_UP_BIASES) { /* read with the gate's: there must be one */
+            char gate[64];
+            snprintf(gate, sizeof gate, "blk.%d.ffn_gate_exps.bias", layer);
+            if (!pf__gguf_has_tensor(&g, gate))
+                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s beside it", g.path,
+                               pf__gguf_shown(t->name_len), t->name, gate);
             continue;
         }
         snprintf(name, sizeof name, e->hf, layer);

@@ -115,13 +115,16 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
    PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
-   holds them (src/blocks.c); PF__BLOCKED names them all. */
+   holds them (src/blocks.c); MXFP4 is ggml's block of 32 e2m1 values and an E8M0 scale (a GGUF's,
+   or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
-   its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q2_K)
+   its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). An
+   MXFP4 checkpoint's matrix is PF__DTYPE_MXFP4 with a packed decoding too: its blocks are
+   assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere. */
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_MXFP4)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -143,7 +146,8 @@ typedef struct pf__st_tensor {
     const pf__file_map *file;
     int used;                     /* consumed by a slot or a known buffer (see pf__account_tensors) */
     const char *file_dtype;       /* the header's dtype ("F8_E4M3", "I32", ...), in the header JSON */
-    const struct pf__packed *packed; /* PF__DTYPE_PACKED: how to decode it (src/quantized.c) */
+    const struct pf__packed *packed; /* PF__DTYPE_PACKED, an MXFP4 checkpoint's PF__DTYPE_MXFP4: how to decode
+                                        it (src/quantized.c) */
 } pf__st_tensor;
 
 /* All tensors of a checkpoint (one file or shards), sorted by name. */
@@ -184,15 +188,25 @@ PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
    its block, as stored (Q3_K's less 32; IQ4_XS's 0..63): what every kernel set decodes them with. */
 PF_PRIVATE int pf__q3_k_scale(const uint8_t *sc, int s);
 PF_PRIVATE int pf__iq4_xs_scale(const uint8_t *b, int j);
+/* MXFP4's E8M0 scale byte as the factor of its doubled levels: 2^(e - 128) (ggml's
+   GGML_E8M0_TO_FP32_HALF; 0 and 1 give fp32 subnormals), exact. Inline: the block kernels take
+   one a sub-block. */
+static inline float pf__e8m0_half(uint8_t e) {
+    uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 #ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
 extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (ggml's kvalues_iq4nl) */
+extern PF_PRIVATE const int8_t pf__mxfp4_levels[16]; /* e2m1's values doubled (ggml's kvalues_mxfp4) */
 #endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
    being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
    mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
-   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS). What the integer matrix products
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
@@ -216,14 +230,16 @@ PF_PRIVATE size_t pf__st_file_dtype_size(const char *dtype);
 /* A quantized checkpoint's [rows = out, cols = in] matrix, decoded value by value where a rank's
    slice needs it (any run of a row: a rank's columns may start inside a block or group, whose
    scale follows the element). */
-typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ, PF__PACKED_CT_INT } pf__packed_format;
+typedef enum { PF__PACKED_FP8, PF__PACKED_GPTQ, PF__PACKED_AWQ, PF__PACKED_CT_INT, PF__PACKED_MXFP4 } pf__packed_format;
 typedef struct pf__packed {
     pf__packed_format format;
     size_t rows, cols;
     const uint8_t *values;     /* FP8: e4m3 [rows][cols]; GPTQ: I32 [cols * bits / 32][rows] (packed along
-                                  the input); AWQ: I32 [cols][rows * bits / 32] (packed along the output) */
+                                  the input); AWQ: I32 [cols][rows * bits / 32] (packed along the output);
+                                  MXFP4: e2m1 nibbles [rows][cols / 2], input 2k in byte k's low nibble */
     const uint8_t *scales;     /* FP8: [ceil(rows / block_rows)][scale_cols], or one for the tensor;
-                                  GPTQ, AWQ: [groups][rows]; in scale_dtype (F32, F16, BF16) */
+                                  GPTQ, AWQ: [groups][rows]; in scale_dtype (F32, F16, BF16);
+                                  MXFP4: E8M0 bytes [rows][cols / 32] */
     const uint8_t *zeros;      /* GPTQ, AWQ: I32 [groups][rows * bits / 32], packed as the format packs */
     const uint8_t *group_of;   /* GPTQ: I32 [cols], each input's group (g_idx); NULL: input / group_size */
     size_t block_rows, block_cols, scale_cols; /* FP8's scale grid */
@@ -246,6 +262,9 @@ enum { PF__CT_ZERO_NONE, PF__CT_ZERO_I8, PF__CT_ZERO_PACKED };
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 /* Values [col, col + n) of row `row` of p, as fp32. */
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out);
+/* An MXFP4 matrix's blocks [first, first + count) of row `row` as ggml's MXFP4 blocks (the E8M0
+   byte, then inputs i and i + 16 in byte i's nibbles): what the ranks keep (PF__DTYPE_MXFP4). */
+PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
    that we do not implement are refused by name. No quantization_config: nothing to do. */
@@ -884,7 +903,8 @@ typedef struct pf__config {
     int moe_layers_listed;          /* 1: config.json's moe_layers, when present, lists the layers with experts
                                        (Llama 4's; else interleave_moe_layer_step as decoder_sparse_step) */
     int experts_interleaved;        /* 1: a fused gate_up's outputs alternate gate, up (gpt-oss's [..., ::2],
-                                       [..., 1::2]); read into gate rows, then up rows */
+                                       [..., 1::2]); read into gate rows, then up rows (per-expert
+                                       pieces, a GGUF's, are gate then up whatever this says) */
     double swiglu_limit;            /* > 0: the experts' clamped SwiGLU (gpt-oss): gate clamped above at
                                        this, up to [-limit, limit], out = (up + 1) * gate * sigmoid(alpha gate) */
     double swiglu_alpha;            /* that sigmoid's gain */
@@ -1934,7 +1954,8 @@ typedef struct pf__source {
                                tensor; owned by the model */
     size_t piece_rows;
     size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups] */
-    const pf__packed *packed; /* PF__DTYPE_PACKED: its decoding (the index owns it) */
+    const pf__packed *packed; /* PF__DTYPE_PACKED, an MXFP4 checkpoint's PF__DTYPE_MXFP4: its decoding (the
+                                 index owns it) */
     const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
                                          (the array owned by the model, like pieces) */
 } pf__source;

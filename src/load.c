@@ -59,14 +59,15 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
             flat.shape[1] = leading_ones ? st->shape[st->ndim - 1] : (st->shape[0] ? st->numel / st->shape[0] : 0);
         }
     }
-    if (t->layout == PF__LAYOUT_EXPERTS) { /* [experts, rows / experts, cols] checked as [rows, cols] */
+    /* blocks pack along the input: an [experts, in, out] slot's blocks are [experts, out, in] (MXFP4's) */
+    int blocked_experts = t->layout == PF__LAYOUT_EXPERTS_IN_OUT && PF__BLOCKED(st->dtype);
+    if (t->layout == PF__LAYOUT_EXPERTS || blocked_experts) { /* [experts, rows / experts, cols] checked as [rows, cols] */
         size_t experts = (size_t)m->config.num_experts;
         int ok = st->ndim == 3 && st->shape[0] == experts;
         flat.ndim = ok ? 2 : 0;
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         flat.shape[1] = ok ? st->shape[2] : 0;
-    }
-    if (t->layout == PF__LAYOUT_EXPERTS_IN_OUT) { /* [experts, in, out] checked as [experts * out, in] */
+    } else if (t->layout == PF__LAYOUT_EXPERTS_IN_OUT) { /* [experts, in, out] checked as [experts * out, in] */
         size_t experts = (size_t)m->config.num_experts;
         int ok = st->ndim == 3 && st->shape[0] == experts;
         flat.ndim = ok ? 2 : 0;
@@ -101,7 +102,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                         st->file->path, st->name, st->shape[0], st->ndim > 1 ? ", " : "",
                         st->ndim > 1 ? st->shape[1] : 0, want[0], want_dims > 1 ? ", " : "",
                         want_dims > 1 ? want[1] : 0);
-    if (st->dtype == PF__DTYPE_PACKED && t->layout != PF__LAYOUT_OUT_IN) /* decoded by [out, in] rows */
+    if (st->packed && t->layout != PF__LAYOUT_OUT_IN && !blocked_experts) /* decoded by [out, in] rows */
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is quantized, which is implemented for linear layers' "
                         "[out, in] weights only", st->file->path, st->name);
     src->data = st->data;
@@ -110,7 +111,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS || t->layout == PF__LAYOUT_EXPERT_VECTORS ? PF__LAYOUT_VECTOR
-                  : t->layout == PF__LAYOUT_EXPERTS                                 ? PF__LAYOUT_OUT_IN
+                  : t->layout == PF__LAYOUT_EXPERTS || blocked_experts              ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;
     src->groups = groups;

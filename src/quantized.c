@@ -19,7 +19,12 @@
        tensor's, an output's or group_size inputs'), q int4 / int8 packed along the input
        (pack-quantized) or int8 (naive-quantized), zeros (asymmetric) packed along the output,
        or e4m3 x scale (float-quantized), in fp32 as transformers decompresses them into an fp32
-       model (the package computes in the scales' dtype: with BF16 scales, in a BF16 model). */
+       model (the package computes in the scales' dtype: with BF16 scales, in a BF16 model);
+     MXFP4 (gpt-oss's experts, transformers' Mxfp4 integration): e2m1 nibble x 2^(E8M0 - 127) of its
+       32 inputs, `<name>_blocks` U8 [..., out, in / 32, 16] (input 2k in byte k's low nibble) beside
+       `<name>_scales` U8 [..., out, in / 32]. These are not decoded where the ranks keep blocks
+       (CPU ranks, dtype auto or q8_0): each row's blocks become ggml's MXFP4 blocks as they are
+       copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4). */
 
 /* ---- decoding ---- */
 
@@ -94,7 +99,29 @@ static float pf__ct_value(const pf__packed *p, size_t row, size_t col) {
     return (float)(q - zero) * pf__packed_scale(p, at);
 }
 
+/* MXFP4 input c of row `row`: its nibble (0..15, an index of pf__mxfp4_levels). */
+static unsigned pf__mxfp4_nibble(const pf__packed *p, size_t row, size_t c) {
+    uint8_t byte = p->values[(row * p->cols + c) / 2];
+    return c % 2 ? byte >> 4 : byte & 15u;
+}
+
+PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    for (size_t b = first; b < first + count; b++, out += 17) {
+        const uint8_t *in = p->values + (row * p->cols + b * 32) / 2; /* the block's 16 bytes: inputs 2k, 2k + 1 in byte k */
+        out[0] = p->scales[row * (p->cols / 32) + b];
+        for (int i = 0; i < 16; i++) { /* input i (low nibble) and i + 16 (high): byte i / 2 and 8 + i / 2 */
+            int shift = i % 2 * 4;
+            out[1 + i] = (uint8_t)((in[i / 2] >> shift & 15) | (in[8 + i / 2] >> shift & 15) << 4);
+        }
+    }
+}
+
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out) {
+    if (p->format == PF__PACKED_MXFP4) { /* the levels are e2m1 doubled, the scale halved: exact */
+        for (size_t c = col, end = col + n; c < end; c++)
+            *out++ = (float)pf__mxfp4_levels[pf__mxfp4_nibble(p, row, c)] * pf__e8m0_half(p->scales[row * (p->cols / 32) + c / 32]);
+        return;
+    }
     if (p->format == PF__PACKED_FP8) { /* block by block: one scale for each stretch of the run */
         const uint8_t *codes = p->values + row * p->cols;
         int one_scale = p->scale_cols == 0;
@@ -156,6 +183,12 @@ static const pf__qkey pf__gptq_keys[] = {
     {"backend", PF__QKEY_IGNORABLE}, {"use_exllama", PF__QKEY_IGNORABLE}, {"exllama_config", PF__QKEY_IGNORABLE},
     {"use_cuda_fp16", PF__QKEY_IGNORABLE}, {"do_fuse", PF__QKEY_IGNORABLE}, {"fuse_max_seq_len", PF__QKEY_IGNORABLE},
     {"modules_to_fuse", PF__QKEY_IGNORABLE},
+};
+
+/* Mxfp4Config's keys: which modules are quantized is read from the tensors (their _blocks). */
+static const pf__qkey pf__mxfp4_keys[] = {
+    {"quant_method", PF__QKEY_HONOURED}, {"modules_to_not_convert", PF__QKEY_IGNORABLE},
+    {"dequantize", PF__QKEY_IGNORABLE}, /* transformers' loading switch: the values are the same */
 };
 
 /* compressed-tensors' QuantizationConfig, its one scheme (config_groups' group) and the scheme's
@@ -741,6 +774,78 @@ static pf_result pf__fp8_tensors(pf__st_index *index, const pf__qconfig *q, char
     return PF_OK;
 }
 
+/* MXFP4: a `<stem>_blocks` U8 [..., out, in / 32, 16] and its `<stem>_scales` U8 [..., out, in / 32]
+   (1 or 2 leading dimensions: a matrix, or experts) become the PF__DTYPE_MXFP4 tensor `<stem>` of
+   the weights' shape [..., out, in], written to *out. */
+static pf_result pf__mxfp4_take(pf__st_index *index, pf__st_tensor *blocks, size_t stem, pf__st_tensor *out,
+                                char *message, size_t size) {
+    const char *path = blocks->file->path;
+    pf__st_tensor *scales = (pf__st_tensor *)pf__part(index, blocks->name, stem, "_scales");
+    int stem_len = (int)stem, n = blocks->ndim;
+    if (!scales)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' has no '%.*s_scales' beside it", path,
+                          blocks->name, stem_len, blocks->name);
+    if (pf__part(index, blocks->name, stem, ""))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: '%.*s' is both in MXFP4 blocks and unquantized", path,
+                          stem_len, blocks->name);
+    int shape_ok = pf__file_dtype_is(blocks, "U8") && (pf__file_dtype_is(scales, "U8") || pf__file_dtype_is(scales, "F8_E8M0")) &&
+                   (n == 3 || n == 4) && scales->ndim == n - 1 && blocks->shape[n - 1] == 16 && blocks->numel;
+    for (int d = 0; shape_ok && d < n - 1; d++) shape_ok = scales->shape[d] == blocks->shape[d];
+    if (!shape_ok)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are not U8 MXFP4 blocks [..., out, "
+                          "in / 32, 16] and their E8M0 scales [..., out, in / 32] (one or two leading dimensions)", path,
+                          blocks->name, scales->name);
+    char *name = (char *)malloc(stem + 1);
+    pf__packed *p = pf__packed_new(index);
+    if (!name || pf__st_own(index, name) || !p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    memcpy(name, blocks->name, stem);
+    name[stem] = 0;
+    size_t cols = blocks->shape[n - 2] * 32, rows = blocks->numel / 16 / blocks->shape[n - 2];
+    memset(p, 0, sizeof *p);
+    p->format = PF__PACKED_MXFP4, p->rows = rows, p->cols = cols, p->values = blocks->data, p->scales = scales->data;
+    memset(out, 0, sizeof *out);
+    out->name = name;
+    out->dtype = PF__DTYPE_MXFP4;
+    out->file_dtype = "U8";
+    out->ndim = n - 1;
+    for (int d = 0; d < n - 2; d++) out->shape[d] = blocks->shape[d];
+    out->shape[n - 2] = cols;
+    out->numel = rows * cols;
+    out->data = blocks->data;
+    out->bytes = blocks->bytes + scales->bytes;
+    out->file = blocks->file;
+    out->packed = p;
+    blocks->used = scales->used = 1;
+    return PF_OK;
+}
+
+/* MXFP4: every `_blocks` tensor's weight added to the index (as GPTQ's below). */
+static pf_result pf__mxfp4_tensors(pf__st_index *index, char *message, size_t size) {
+    size_t count = 0, stem = 0, made = 0;
+    for (size_t i = 0; i < index->num_tensors; i++) count += pf__has_suffix_of(index->tensors[i].name, "_blocks", &stem);
+    if (!count) return PF_OK;
+    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
+    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    for (size_t i = 0; i < index->num_tensors && !r; i++)
+        if (pf__has_suffix_of(index->tensors[i].name, "_blocks", &stem))
+            r = pf__mxfp4_take(index, &index->tensors[i], stem, &added[made++], message, size);
+    for (size_t i = 0; i < index->num_tensors && !r; i++) /* a scale without its blocks */
+        if (!index->tensors[i].used && pf__has_suffix_of(index->tensors[i].name, "_scales", &stem))
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' has no '%.*s_blocks' beside it",
+                           index->tensors[i].file->path, index->tensors[i].name, (int)stem, index->tensors[i].name);
+    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
+    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) {
+        index->tensors = grown;
+        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
+        index->num_tensors += count;
+        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    }
+    free(added);
+    return r;
+}
+
 /* GPTQ, AWQ: every qweight's module becomes a packed ".weight" tensor, added to the index once all
    are made (the index is searched meanwhile), which is then sorted again: nothing points into its
    tensors yet. */
@@ -795,9 +900,12 @@ PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, ch
         if (!(r = pf__check_qkeys(qc, q.method, pf__ct_keys, PF__COUNT(pf__ct_keys), path, message, size)) &&
             !(r = pf__ct_config(qc, path, &q, message, size)))
             r = pf__ct_tensors(index, &q, message, size);
+    } else if (!strcmp(q.method, "mxfp4")) {
+        if (!(r = pf__check_qkeys(qc, q.method, pf__mxfp4_keys, PF__COUNT(pf__mxfp4_keys), path, message, size)))
+            r = pf__mxfp4_tensors(index, message, size);
     } else {
         r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: quantization_config's quant_method \"%s\" is not "
-                       "supported (fp8, gptq, awq and compressed-tensors are)", path, q.method);
+                       "supported (fp8, gptq, awq, compressed-tensors and mxfp4 are)", path, q.method);
     }
     pf__json_free(json);
     return r;

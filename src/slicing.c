@@ -77,6 +77,9 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
     case PF__SPLIT_VOCAB: p->row_begin = (size_t)s->vocab_begin, p->rows = (size_t)s->vocab_rows; break;
     case PF__SPLIT_EXPERTS_GATE_UP: { /* of each of its experts, its columns of gate, then of up */
         size_t I = (size_t)c->moe_intermediate_size, w = (size_t)s->expert_width;
+        /* a fused tensor's outputs alternate where the family's do; per-expert pieces (a GGUF's
+           gate and up tensors) are gate, then up */
+        int interleaved = c->experts_interleaved && !src->pieces;
         p->rows = (size_t)s->experts * 2 * w;
         if (!p->rows) break;
         p->row_map = (size_t *)malloc(p->rows * sizeof *p->row_map);
@@ -86,7 +89,7 @@ static int pf__plan_for(const pf__config *c, const pf__share *s, const pf__sourc
                 for (size_t i = 0, col; i < w; i++) {
                     col = (size_t)s->expert_col_begin + i;
                     /* interleaved: gate column i is output 2i, up's 2i + 1 (gpt-oss) */
-                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + (c->experts_interleaved ? 2 * col + half : half * I + col);
+                    p->row_map[k++] = ((size_t)s->expert_begin + e) * 2 * I + (interleaved ? 2 * col + half : half * I + col);
                 }
         break;
     }
@@ -125,6 +128,13 @@ static const uint8_t *pf__blocked_row(const pf__source *src, size_t row) {
     size_t row_bytes = pf__weight_bytes(src->dtype, 1, src->cols);
     if (src->pieces) return src->pieces[row / src->piece_rows] + row % src->piece_rows * row_bytes;
     return src->data + row * row_bytes;
+}
+
+/* Blocks [first, first + count) of row `row` of a block-format source into out: the file's bytes,
+   or an MXFP4 checkpoint's assembled from its two tensors (pf__mxfp4_row_blocks). */
+static void pf__copy_row_blocks(uint8_t *out, const pf__source *src, size_t row, size_t first, size_t count) {
+    if (src->packed) pf__mxfp4_row_blocks(src->packed, row, first, count, out);
+    else memcpy(out, pf__blocked_row(src, row) + first * pf__block_bytes(src->dtype), count * pf__block_bytes(src->dtype));
 }
 
 /* n consecutive values of a source in file order, from element index first, as fp32. */
@@ -348,10 +358,9 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
     }
     float *f = *staging;
     if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
-        size_t values = pf__block_values(dtype);
-        size_t slice_bytes = pf__weight_bytes(dtype, 1, p->cols), skip = p->col_begin / values * pf__block_bytes(dtype);
+        size_t values = pf__block_values(dtype), slice_bytes = pf__weight_bytes(dtype, 1, p->cols);
         for (size_t i = 0; i < p->rows; i++)
-            memcpy((uint8_t *)f + i * slice_bytes, pf__blocked_row(src, pf__plan_row(p, i)) + skip, slice_bytes);
+            pf__copy_row_blocks((uint8_t *)f + i * slice_bytes, src, pf__plan_row(p, i), p->col_begin / values, p->cols / values);
         r->backend->upload(r, dst, f, slice_bytes * p->rows);
         pf__progress_add(r->group, slice_bytes * p->rows);
         return;

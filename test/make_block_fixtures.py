@@ -8,9 +8,10 @@ the reference test_cpu_kernels.c checks the products and pf__block_dequantize ag
     python3 test/make_block_fixtures.py
 
 Each format twice: "FMT" quantized from a random normal matrix (gguf.quants.quantize for Q8_0,
-Q4_0, Q4_1, Q5_0, Q5_1; the small K quantizers of make_gguf_fixtures.py, and Q5_K's below, which
+Q4_0, Q4_1, Q5_0, Q5_1, MXFP4; the small K quantizers of make_gguf_fixtures.py, and Q5_K's below, which
 gguf-py cannot quantize), and "FMT-random", blocks of random bytes with finite fp16 factors, so that
-every bit of the scales, minimums and values is exercised (a Q8_0 weight of -128 too).
+every bit of the scales, minimums and values is exercised (a Q8_0 weight of -128 too; MXFP4's E8M0
+scales drawn where the weights stay finite, with 0 and 1, whose factors are fp32 subnormals).
 Matrices are 11 x 512: 8-row groups and a tail, and two 256-weight blocks a row for column splits.
 """
 from pathlib import Path
@@ -26,7 +27,7 @@ ROWS, COLS = 11, 512
 # bytes of each format's block, and where its fp16 factors sit (offsets in the block)
 LAYOUT = {Q.Q8_0: (34, [0]), Q.Q4_0: (18, [0]), Q.Q4_1: (20, [0, 2]), Q.Q5_0: (22, [0]), Q.Q5_1: (24, [0, 2]),
           Q.Q4_K: (144, [0, 2]), Q.Q5_K: (176, [0, 2]), Q.Q6_K: (210, [208]), Q.Q3_K: (110, [108]),
-          Q.IQ4_NL: (18, [0]), Q.IQ4_XS: (136, [0]), Q.Q2_K: (84, [80, 82])}
+          Q.IQ4_NL: (18, [0]), Q.IQ4_XS: (136, [0]), Q.Q2_K: (84, [80, 82]), Q.MXFP4: (17, [])}
 SUPER_BLOCKS = (Q.Q4_K, Q.Q5_K, Q.Q6_K, Q.Q3_K, Q.IQ4_XS, Q.Q2_K)  # 256 weights a block
 
 
@@ -68,6 +69,9 @@ def random_blocks(rng, qtype):
     blocks = rng.integers(0, 256, size=(ROWS * per_row, size), dtype=np.uint8)
     for at in factors:  # finite factors of a weight's size
         blocks[:, at:at + 2] = f16_bytes(rng.uniform(-0.05, 0.05, size=ROWS * per_row)).reshape(-1, 2)
+    if qtype == Q.MXFP4:  # E8M0 scales of a weight's size (2^-18 .. 2^-2 halved), and the two subnormal ones
+        blocks[:, 0] = rng.integers(110, 126, size=ROWS * per_row)
+        blocks[:2, 0] = [0, 1]
     return blocks.reshape(ROWS, -1)
 
 

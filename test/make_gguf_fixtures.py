@@ -39,6 +39,14 @@ writes test/fixtures/gguf/:
                     (its shared expert and gate) whose rows are 256 wide as the
                     converter writes them (experts stacked [experts, rows, cols], gate and up Q4_K,
                     down Q6_K / Q8_0, the router F32)
+  gpt-oss-mxfp4.gguf  a random gpt-oss whose experts are MXFP4 (gate and up apart, their biases split),
+                    attention Q8_0, as llama.cpp's converter writes the released checkpoints
+                    (write_gpt_oss; `make_gguf_fixtures.py gpt-oss` writes it alone)
+  deepseek2-v3.gguf  a random DeepSeek V3 (q_lora, kv_b split into k_b / v_b, a dense layer then 4
+                    experts with sigmoid group routing and a shared expert, YaRN with yarn_log_multiplier)
+                    as llama.cpp's converter writes it (write_deepseek; `make_gguf_fixtures.py deepseek2`);
+  deepseek2-v3-older.gguf  one without q_lora as older converters wrote it (attn_kv_b whole, no _mla
+                    keys) and without the routing keys (llama.cpp's defaults: no groups, norm or scale)
   cohere2-f32.gguf  the cohere2 fixture (its window and window pattern as keys)
   starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
@@ -1019,6 +1027,318 @@ def write_llama4(lines):
         lines.append(reference_line(name, model, ids, 2))
 
 
+GPT_OSS_BLOCK = {"input_layernorm": "attn_norm", "post_attention_layernorm": "post_attention_norm",
+                 "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output", "mlp.router": "ffn_gate_inp"}
+
+
+def gpt_oss_state_to_gguf(state):
+    """transformers' gpt-oss as llama.cpp's converter writes it: gate_up_proj [E, H, 2 I] (gate and up
+    interleaved) as ffn_gate_exps / ffn_up_exps [E, I, H], down_proj [E, I, H] as ffn_down_exps
+    [E, H, I], their biases split likewise (ffn_gate_exps.bias ...), the sinks as attn_sinks.weight."""
+    out, rest = {}, {}
+    for name, w in state.items():
+        parts = name.split(".")
+        if name.endswith("mlp.experts.gate_up_proj"):
+            out[f"blk.{parts[2]}.ffn_gate_exps.weight"] = w[:, :, 0::2].transpose(0, 2, 1)
+            out[f"blk.{parts[2]}.ffn_up_exps.weight"] = w[:, :, 1::2].transpose(0, 2, 1)
+        elif name.endswith("mlp.experts.gate_up_proj_bias"):
+            out[f"blk.{parts[2]}.ffn_gate_exps.bias"] = w[:, 0::2]
+            out[f"blk.{parts[2]}.ffn_up_exps.bias"] = w[:, 1::2]
+        elif name.endswith("mlp.experts.down_proj"):
+            out[f"blk.{parts[2]}.ffn_down_exps.weight"] = w.transpose(0, 2, 1)
+        elif name.endswith("mlp.experts.down_proj_bias"):
+            out[f"blk.{parts[2]}.ffn_down_exps.bias"] = w
+        elif name.endswith("self_attn.sinks"):
+            out[f"blk.{parts[2]}.attn_sinks.weight"] = w
+        else:
+            rest[name] = w
+    out.update(hf_block_names(rest, LLAMA_FIXED, GPT_OSS_BLOCK, "model.layers."))
+    return {k: np.ascontiguousarray(v) for k, v in out.items()}
+
+
+def gpt_oss_from_gguf(path, config):
+    """The file read back by the gguf package (MXFP4 dequantized by its own code), as transformers' gpt-oss."""
+    from transformers import GptOssForCausalLM
+    inverse = {v: k for k, v in GPT_OSS_BLOCK.items()}
+    fixed = {v: k for k, v in LLAMA_FIXED.items()}
+    back, hf = read_back(path), {}
+    E, H, I = config.num_local_experts, config.hidden_size, config.intermediate_size
+    for name, t in back.items():
+        if name in fixed:
+            hf[fixed[name]] = t
+            continue
+        _, layer, module, kind = name.split(".")
+        stem = f"model.layers.{layer}"
+        if module == "ffn_gate_exps" and kind == "weight":
+            gate_up = np.empty((E, H, 2 * I), dtype=np.float32)
+            gate_up[:, :, 0::2] = t.reshape(E, I, H).transpose(0, 2, 1)
+            gate_up[:, :, 1::2] = back[f"blk.{layer}.ffn_up_exps.weight"].reshape(E, I, H).transpose(0, 2, 1)
+            hf[f"{stem}.mlp.experts.gate_up_proj"] = gate_up
+        elif module == "ffn_gate_exps":
+            bias = np.empty((E, 2 * I), dtype=np.float32)
+            bias[:, 0::2], bias[:, 1::2] = t.reshape(E, I), back[f"blk.{layer}.ffn_up_exps.bias"].reshape(E, I)
+            hf[f"{stem}.mlp.experts.gate_up_proj_bias"] = bias
+        elif module == "ffn_down_exps" and kind == "weight":
+            hf[f"{stem}.mlp.experts.down_proj"] = t.reshape(E, H, I).transpose(0, 2, 1)
+        elif module == "ffn_down_exps":
+            hf[f"{stem}.mlp.experts.down_proj_bias"] = t.reshape(E, H)
+        elif module == "attn_sinks":
+            hf[f"{stem}.self_attn.sinks"] = t
+        elif module != "ffn_up_exps":
+            hf[f"{stem}.{inverse[module]}.{kind}"] = t
+    model = GptOssForCausalLM._from_config(config, experts_implementation="eager").eval()
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in hf.items()},
+                                                strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    return model
+
+
+def write_gpt_oss(lines):
+    """gpt-oss as llama.cpp's converter writes the released checkpoints: the experts MXFP4 (stacked
+    [experts, rows, cols], gate and up apart), their biases F32; here the attention and the
+    embedding and head Q8_0, the router, sinks and norms F32. A random model 64 wide (2 MXFP4 blocks
+    a row), 4 experts of 64 (2 a token), YaRN as the file's rope scaling keys (truncated corrections:
+    ggml's), sliding and full layers in turn (window 4), the SwiGLU clamped at llama.cpp's fixed 7."""
+    from transformers import GptOssConfig, GptOssForCausalLM
+    torch.manual_seed(40)  # 39 gave a router margin of 0.04, under the fixtures' 0.05
+    config = GptOssConfig(vocab_size=96, hidden_size=64, intermediate_size=64, num_local_experts=4, num_experts_per_tok=2,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                          sliding_window=4, max_position_embeddings=64, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                          rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0,
+                                           "beta_slow": 1.0, "truncate": True, "original_max_position_embeddings": 16},
+                          bos_token_id=1, eos_token_id=2, pad_token_id=0, initializer_range=0.1)
+    model = GptOssForCausalLM._from_config(config, experts_implementation="eager")
+    with torch.no_grad():  # norms away from 1, biases and sinks away from 0, routers 4x (routing far from ties)
+        for n, p in model.named_parameters():
+            if n.endswith("norm.weight"):
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            elif n.endswith(("bias", "sinks")):
+                p.copy_(0.3 * torch.randn_like(p))
+            elif n.endswith("mlp.router.weight"):
+                p.copy_(0.4 * torch.randn_like(p))
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    path = OUT / "gpt-oss-mxfp4.gguf"
+    w = GGUFWriter(str(path), "gpt-oss")
+    text_model_metadata(w, config)
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(4.0)
+    w.add_rope_scaling_orig_ctx_len(16)
+    w.add_sliding_window(config.sliding_window)
+    w.add_expert_feed_forward_length(config.intermediate_size)
+    w.add_expert_count(config.num_local_experts)
+    w.add_expert_used_count(config.num_experts_per_tok)
+    special_ids(w, config)
+    for name, t in gpt_oss_state_to_gguf(state).items():
+        if name.endswith("_exps.weight"):  # the quantizer takes rows: each expert's, stacked back
+            data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), Q.MXFP4)
+            w.add_tensor(name, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=Q.MXFP4)
+        elif t.ndim == 2 and "_exps" not in name and "ffn_gate_inp" not in name:
+            add(w, name, t, Q.Q8_0)
+        else:
+            add(w, name, t.astype(np.float32), Q.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    moe_reference(lines, "gpt-oss-mxfp4", gpt_oss_from_gguf(path, config), [1, 17, 42, 5, 88, 23, 61, 9])
+
+
+DEEPSEEK_BLOCK = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+                  "self_attn.q_proj": "attn_q", "self_attn.q_a_proj": "attn_q_a", "self_attn.q_a_layernorm": "attn_q_a_norm",
+                  "self_attn.q_b_proj": "attn_q_b", "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa",
+                  "self_attn.kv_a_layernorm": "attn_kv_a_norm", "self_attn.kv_b_proj": "attn_kv_b",
+                  "self_attn.o_proj": "attn_output",
+                  "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+                  "mlp.gate": "ffn_gate_inp", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
+                  "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp"}
+
+
+def deepseek_state_to_gguf(state, config, split_kv_b=True):
+    """transformers 5's DeepSeek V3 as llama.cpp's converter writes it: kv_b_proj split per head into
+    attn_k_b [heads, kv_lora, nope] (transposed) and attn_v_b [heads, v, kv_lora]; the fused experts
+    (gate_up_proj [E, 2 I, H] gate then up) as ffn_gate_exps / ffn_up_exps [E, I, H]; the choice bias
+    as exp_probs_b.bias."""
+    H, nope, v, I = config.num_attention_heads, config.qk_nope_head_dim, config.v_head_dim, config.moe_intermediate_size
+    out, rest = {}, {}
+    for name, w in state.items():
+        parts = name.split(".")
+        if name.endswith("kv_b_proj.weight") and split_kv_b:
+            kv_b = w.reshape(H, nope + v, -1)
+            out[f"blk.{parts[2]}.attn_k_b.weight"] = kv_b[:, :nope].transpose(0, 2, 1)
+            out[f"blk.{parts[2]}.attn_v_b.weight"] = kv_b[:, nope:]
+        elif name.endswith("mlp.experts.gate_up_proj"):
+            out[f"blk.{parts[2]}.ffn_gate_exps.weight"] = w[:, :I]
+            out[f"blk.{parts[2]}.ffn_up_exps.weight"] = w[:, I:]
+        elif name.endswith("mlp.experts.down_proj"):
+            out[f"blk.{parts[2]}.ffn_down_exps.weight"] = w
+        elif name.endswith("e_score_correction_bias"):
+            out[f"blk.{parts[2]}.exp_probs_b.bias"] = w
+        else:
+            rest[name] = w
+    out.update(hf_block_names(rest, LLAMA_FIXED, DEEPSEEK_BLOCK, "model.layers."))
+    return {k: np.ascontiguousarray(t) for k, t in out.items()}
+
+
+def deepseek_from_gguf(path, config):
+    """The file read back by the gguf package, as transformers' DeepSeek V3 (kv_b_proj put back together)."""
+    from transformers import DeepseekV3ForCausalLM
+    inverse = {v: k for k, v in DEEPSEEK_BLOCK.items()}
+    fixed = {v: k for k, v in LLAMA_FIXED.items()}
+    H, nope, v = config.num_attention_heads, config.qk_nope_head_dim, config.v_head_dim
+    E, I, D, L = config.n_routed_experts, config.moe_intermediate_size, config.hidden_size, config.kv_lora_rank
+    back, hf = read_back(path), {}
+    for name, t in back.items():
+        if name in fixed:
+            hf[fixed[name]] = t
+            continue
+        _, layer, module, kind = name.split(".")
+        stem = f"model.layers.{layer}"
+        if module == "attn_k_b":
+            k_b = t.reshape(H, L, nope).transpose(0, 2, 1)
+            v_b = back[f"blk.{layer}.attn_v_b.weight"].reshape(H, v, L)
+            hf[f"{stem}.self_attn.kv_b_proj.weight"] = np.concatenate([k_b, v_b], axis=1).reshape(H * (nope + v), L)
+        elif module == "ffn_gate_exps":
+            hf[f"{stem}.mlp.experts.gate_up_proj"] = np.concatenate(
+                [t.reshape(E, I, D), back[f"blk.{layer}.ffn_up_exps.weight"].reshape(E, I, D)], axis=1)
+        elif module == "ffn_down_exps":
+            hf[f"{stem}.mlp.experts.down_proj"] = t.reshape(E, D, I)
+        elif module == "exp_probs_b":
+            hf[f"{stem}.mlp.gate.e_score_correction_bias"] = t
+        elif module not in ("attn_v_b", "ffn_up_exps"):
+            hf[f"{stem}.{inverse[module]}.{kind}"] = t
+    model = DeepseekV3ForCausalLM._from_config(config, experts_implementation="eager").eval()
+    missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(t)) for k, t in hf.items()},
+                                                strict=False)
+    assert not missing and not unexpected, (missing, unexpected)
+    return model
+
+
+def deepseek_routing_margin(model, config, ids):
+    """DeepSeek V3's choices far from ties, in its own choice space (sigmoid scores plus the choice
+    bias): the smallest gap between the kept groups (by the sum of their best 2) and the next, and
+    between the k-th chosen expert of the kept groups and the next, over the prompt and its greedy run."""
+    margins = []
+    groups, per = config.n_group, config.n_routed_experts // config.n_group
+
+    def hook(module, args, output):
+        choice = output[0].float().sigmoid() + module.e_score_correction_bias
+        group = choice.view(-1, groups, per).topk(2, dim=-1).values.sum(-1).sort(-1, descending=True).values
+        if config.topk_group < groups:
+            margins.append(float((group[:, config.topk_group - 1] - group[:, config.topk_group]).min()))
+        kept = group[:, config.topk_group - 1:config.topk_group]
+        in_kept = choice.view(-1, groups, per).topk(2, dim=-1).values.sum(-1) >= kept
+        masked = choice.masked_fill(~in_kept.repeat_interleave(per, dim=-1), float("-inf")).sort(-1, descending=True).values
+        gap = masked[:, config.num_experts_per_tok - 1] - masked[:, config.num_experts_per_tok]
+        if torch.isfinite(gap).all():
+            margins.append(float(gap.min()))
+    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__ == "DeepseekV3TopkRouter"]
+    assert handles
+    with torch.no_grad():
+        model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=2, eos_token_id=2)
+    for h in handles:
+        h.remove()
+    return min(margins)
+
+
+def write_deepseek(lines, older=False):
+    """DeepSeek V3 as llama.cpp's converter writes it (general.architecture deepseek2): multi-head
+    latent attention with q_lora (kv_b split into k_b, transposed, and v_b, key_length kv_lora_rank +
+    rope width, the widths in the _mla keys), a dense first layer, then 4 experts (2 a token, sigmoid
+    routing with the choice bias, 2 groups of which 1 is kept, renormalised, x2.5) beside a shared
+    expert; YaRN with yarn_log_multiplier (mscale_all_dim 1, as mscale). Experts and dense MLP Q8_0,
+    v_b Q8_0, k_b F16 (its rows are 16 wide), the rest F32. older: as older converters wrote the
+    file (attn_kv_b whole, key_length and value_length the heads' widths, no _mla keys), and a V3
+    without q_lora (q_proj) whose file leaves out the group, weight-norm and weight-scale keys
+    (llama.cpp then neither limits groups, renormalises nor scales: the reference's config says so)."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+    torch.manual_seed(51 if older else 50)  # 50 gave the older file's choices a margin of 0.0497
+    routing = dict(n_group=1, topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False) if older else \
+        dict(n_group=2, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True)
+    config = DeepseekV3Config(vocab_size=96, hidden_size=64, intermediate_size=128, moe_intermediate_size=64,
+                              num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
+                              n_shared_experts=1, **routing,
+                              num_attention_heads=4, num_key_value_heads=4, q_lora_rank=None if older else 32, kv_lora_rank=32,
+                              qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, max_position_embeddings=64,
+                              rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+                              initializer_range=0.1,
+                              rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                               "original_max_position_embeddings": 16, "mscale": 1.0, "mscale_all_dim": 1.0,
+                                               "beta_fast": 32.0, "beta_slow": 1.0})
+    model = DeepseekV3ForCausalLM._from_config(config, experts_implementation="eager")
+    with torch.no_grad():  # norms away from 1; the router 4x and its choice bias drawn (routing far from ties)
+        for n, p in model.named_parameters():
+            if p.ndim == 1 and n.endswith("norm.weight"):
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            elif n.endswith("mlp.gate.weight"):
+                p.copy_(0.4 * torch.randn_like(p))
+        for n, b in model.named_buffers():
+            if n.endswith("e_score_correction_bias"):
+                b.copy_(0.5 * torch.randn_like(b))
+    state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+    name = "deepseek2-v3-older" if older else "deepseek2-v3"
+    path = OUT / f"{name}.gguf"
+    w = GGUFWriter(str(path), "deepseek2")
+    w.add_block_count(config.num_hidden_layers)
+    w.add_context_length(config.max_position_embeddings)
+    w.add_embedding_length(config.hidden_size)
+    w.add_feed_forward_length(config.intermediate_size)
+    w.add_head_count(config.num_attention_heads)
+    w.add_head_count_kv(1)  # MLA written as one key/value head
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(config.rms_norm_eps)
+    w.add_expert_used_count(config.num_experts_per_tok)
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    if not older:
+        w.add_expert_group_count(config.n_group)
+        w.add_expert_group_used_count(config.topk_group)
+    w.add_leading_dense_block_count(config.first_k_dense_replace)
+    w.add_vocab_size(config.vocab_size)
+    if not older:
+        w.add_q_lora_rank(config.q_lora_rank)
+    w.add_kv_lora_rank(config.kv_lora_rank)
+    if older:
+        w.add_key_length(config.qk_nope_head_dim + config.qk_rope_head_dim)
+        w.add_value_length(config.v_head_dim)
+    else:
+        w.add_key_length(config.kv_lora_rank + config.qk_rope_head_dim)
+        w.add_value_length(config.kv_lora_rank)
+        w.add_key_length_mla(config.qk_nope_head_dim + config.qk_rope_head_dim)
+        w.add_value_length_mla(config.v_head_dim)
+    w.add_expert_feed_forward_length(config.moe_intermediate_size)
+    w.add_expert_count(config.n_routed_experts)
+    w.add_expert_shared_count(config.n_shared_experts)
+    if not older:
+        w.add_expert_weights_scale(config.routed_scaling_factor)
+        w.add_expert_weights_norm(True)
+    w.add_rope_dimension_count(config.qk_rope_head_dim)
+    w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+    w.add_rope_scaling_factor(4.0)
+    w.add_rope_scaling_orig_ctx_len(16)
+    w.add_rope_scaling_yarn_log_mul(0.1 * 1.0)
+    special_ids(w, config)
+    for tname, t in deepseek_state_to_gguf(state, config, split_kv_b=not older).items():
+        if t.ndim == 3 and tname.endswith(("_exps.weight", "attn_v_b.weight")):  # each expert's (head's) rows, stacked back
+            data = encode(np.ascontiguousarray(t.reshape(-1, t.shape[-1])), Q.Q8_0)
+            w.add_tensor(tname, data.reshape(t.shape[0], t.shape[1], -1), raw_dtype=Q.Q8_0)
+        elif tname.endswith("attn_k_b.weight"):
+            w.add_tensor(tname, t.astype(np.float16))
+        elif t.ndim == 2 and tname.split(".")[-2] in ("ffn_gate", "ffn_up", "ffn_down", "ffn_gate_shexp", "ffn_up_shexp",
+                                                      "ffn_down_shexp", "attn_kv_b"):
+            add(w, tname, t, Q.Q8_0)
+        else:
+            add(w, tname, t.astype(np.float32), Q.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    ids = [1, 17, 42, 5, 88, 23, 61, 9]
+    reference = deepseek_from_gguf(path, config)
+    margin = deepseek_routing_margin(reference, config, ids)
+    assert margin > 0.05, f"{name}: choices only {margin} apart"
+    lines.append(reference_line(name, reference, ids, 2))
+
+
 def moe_reference(lines, name, model, ids):
     margin = routing_margin(model, ids)
     assert margin > 0.05, f"{name}: router logits only {margin} apart"
@@ -1483,6 +1803,9 @@ def main():
     write_falcon_smollm3(lines)
     write_llama4(lines)
     write_moe_families(lines)
+    write_gpt_oss(lines)
+    write_deepseek(lines)
+    write_deepseek(lines, older=True)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
@@ -1490,5 +1813,23 @@ def main():
         print(p.name, p.stat().st_size)
 
 
+def update_one(write):
+    """Only write's files, its lines replacing those of the same names in gguf_reference.txt (or
+    added), the other fixtures untouched."""
+    lines = []
+    write(lines)
+    path = OUT / "gguf_reference.txt"
+    old = path.read_text().splitlines()
+    names = {line.split("\t", 1)[0]: line for line in lines}
+    kept = [names.pop(line.split("\t", 1)[0], line) for line in old]
+    path.write_text("\n".join(kept + list(names.values())) + "\n")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:] == ["gpt-oss"]:  # this one alone
+        update_one(write_gpt_oss)
+    elif sys.argv[1:] == ["deepseek2"]:
+        update_one(lambda lines: (write_deepseek(lines), write_deepseek(lines, older=True)))
+    else:
+        main()

@@ -29,6 +29,9 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
   llama-ct-naive     compressed-tensors "naive-quantized": int8 weights as I8, asymmetric, one scale and zero
                      for the tensor
   llama-ct-fp8       compressed-tensors "float-quantized": e4m3 weights, a BF16 scale per output (channel)
+  gpt_oss-mxfp4      a gpt-oss (5 experts, top 3) whose experts are MXFP4 as the released checkpoints hold them
+                     (quant_method "mxfp4": *_blocks and E8M0 *_scales), quantized here as the gguf package's
+                     MXFP4 quantizer rounds; the reference is transformers dequantizing them on CPU
 
 compressed-tensors: the `compressed-tensors` package (pip install compressed-tensors loguru) quantizes
 and packs them itself: its QuantizationConfig applied to the model, each weight's scales and zero
@@ -65,7 +68,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3MoeConfig
+from transformers import AutoModelForCausalLM, GptOssConfig, LlamaConfig, Mxfp4Config, Qwen3MoeConfig
 from transformers.integrations.finegrained_fp8 import Fp8Quantize
 from transformers.quantizers.quantizer_finegrained_fp8 import FineGrainedFP8HfQuantizer
 from transformers.utils.quantization_config import FineGrainedFP8Config
@@ -133,6 +136,79 @@ def fp8_dequantize(weight, scale):
     block_rows, block_cols = -(-rows // s.shape[0]), -(-cols // s.shape[1])
     grid = s.repeat_interleave(block_rows, 0)[:rows].repeat_interleave(block_cols, 1)[:, :cols]
     return weight.float() * grid
+
+
+# ---- MXFP4 ----
+
+E2M1 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def mxfp4_quantize(w):
+    """w [..., out, in] as MXFP4 (gpt-oss's checkpoints, transformers' Mxfp4 integration): blocks
+    [..., out, in / 32, 16] U8, input 2k in byte k's low nibble and 2k + 1 in its high one, and
+    scales [..., out, in / 32] U8, E8M0 (2^(byte - 127)). The OCP MX scale (the largest magnitude's
+    power of two over e2m1's largest, 4) and each value the nearest level (the first on a tie), as
+    the gguf package's MXFP4 quantizer rounds."""
+    blocks = w.float().reshape(*w.shape[:-1], w.shape[-1] // 32, 32)
+    largest = blocks.abs().amax(-1)
+    exponent = torch.where(largest > 0, torch.floor(torch.log2(largest)) - 2, torch.full_like(largest, -127))
+    scaled = blocks / torch.exp2(exponent)[..., None]
+    nibbles = (scaled[..., None] - E2M1).abs().argmin(-1).to(torch.uint8)
+    packed = nibbles[..., 0::2] | (nibbles[..., 1::2] << 4)
+    return packed.contiguous(), (exponent + 127).to(torch.uint8).contiguous()
+
+
+def mxfp4_dequantize(blocks, scales):
+    """The format, written from its spec: each nibble's e2m1 value x 2^(scale - 127), [..., out, in]."""
+    nibbles = torch.stack([blocks & 15, blocks >> 4], -1).reshape(*blocks.shape[:-1], 32).long()
+    values = E2M1[nibbles] * torch.exp2(scales.float() - 127)[..., None]
+    return values.reshape(*blocks.shape[:-2], -1)
+
+
+def gpt_oss_config():
+    """5 experts (3 a token) 64 wide on 64 inputs: 2 MXFP4 blocks an expert row, so that 2 ranks
+    splitting the experts by columns keep whole blocks; the family fixture's attention (sinks,
+    sliding layers, YaRN) over 2 layers, 4 heads of 16."""
+    return GptOssConfig(vocab_size=512, hidden_size=64, intermediate_size=64, num_local_experts=5, num_experts_per_tok=3,
+                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=5,
+                        max_position_embeddings=128, rms_norm_eps=1e-5, initializer_range=0.25, swiglu_limit=3.0,
+                        rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 4.0, "beta_fast": 32.0,
+                                         "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 32},
+                        tie_word_embeddings=True, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+
+
+def mxfp4_fixture(name, config, base_seed):
+    """gpt-oss's experts (gate_up_proj [experts, in, 2 I], down_proj [experts, I, in]) stored as
+    MXFP4 [experts, out, in / 32, 16] as the released checkpoints are, the rest unquantized; the
+    reference is transformers loading it (on CPU it dequantizes the experts: Mxfp4Config(dequantize=
+    True)) in fp32, after checking its expert weights equal the format's values computed here."""
+    def build(model, directory):
+        with torch.no_grad():  # routers x2: routing far from ties; q, k x0.6: softer attention (the family fixture's)
+            for layer in model.model.layers:
+                layer.mlp.router.weight.mul_(2.0)
+                layer.self_attn.q_proj.weight.mul_(0.6)
+                layer.self_attn.k_proj.weight.mul_(0.6)
+        state = {}
+        for key, value in checkpoint_state(model).items():
+            if key.endswith("experts.gate_up_proj") or key.endswith("experts.down_proj"):
+                state[key + "_blocks"], state[key + "_scales"] = mxfp4_quantize(value.transpose(1, 2))
+            else:
+                state[key] = value
+        qc = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                                  "model.embed_tokens", "lm_head"]}
+        save_checkpoint(directory, config, state, qc)
+        loaded = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32,
+                                                      quantization_config=Mxfp4Config(dequantize=True)).float().eval()
+        loaded_state = loaded.state_dict()
+        for key in state:
+            if key.endswith("_blocks"):
+                weight = key[: -len("_blocks")]
+                want = mxfp4_dequantize(state[key], state[weight + "_scales"]).transpose(1, 2)
+                assert torch.equal(loaded_state[weight], want), weight
+        return loaded
+    directory, reference, ids, text = first_seed(config, base_seed, build)
+    write_fixture(name, config, directory, reference, ids, text, False)
+    shutil.rmtree(directory)
 
 
 # ---- GPTQ and AWQ ----
@@ -440,6 +516,7 @@ FIXTURE_BUILDERS = {
     "llama-ct-fp8": lambda: ct_fixture("llama-ct-fp8", llama_config(64, 96, 4), "float-quantized",
                                        {"num_bits": 8, "type": "float", "strategy": "channel"}, 1200, torch.bfloat16,
                                        transformers_loads=False),
+    "gpt_oss-mxfp4": lambda: mxfp4_fixture("gpt_oss-mxfp4", gpt_oss_config(), 1300),
     "e4m3": e4m3_table,
 }
 

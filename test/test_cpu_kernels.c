@@ -894,7 +894,8 @@ static void test_block_format(const char *name, int dtype, size_t block_values) 
 static void test_block_formats(void) {
     static const struct { const char *name; int dtype; size_t values; } formats[] = { /* weights a block */
         {"Q8_0", 3, 32}, {"Q4_0", 4, 32}, {"Q4_1", 5, 32}, {"Q5_0", 6, 32}, {"Q5_1", 7, 32}, {"Q4_K", 8, 256},
-        {"Q5_K", 9, 256}, {"Q6_K", 10, 256}, {"Q3_K", 11, 256}, {"IQ4_NL", 12, 32}, {"IQ4_XS", 13, 256}, {"Q2_K", 14, 256}};
+        {"Q5_K", 9, 256}, {"Q6_K", 10, 256}, {"Q3_K", 11, 256}, {"IQ4_NL", 12, 32}, {"IQ4_XS", 13, 256}, {"Q2_K", 14, 256},
+        {"MXFP4", 15, 32}};
     for (size_t f = 0; f < sizeof formats / sizeof formats[0]; f++) {
         char random_name[32];
         snprintf(random_name, sizeof random_name, "%s-random", formats[f].name);

@@ -516,6 +516,24 @@ static void gguf_expect_uint32_patch(const char *name, const char *key, uint32_t
     free(data);
 }
 
+/* Fixture `name` with its first `from` (a tensor name) renamed `to` (as long): refused with needle. */
+static void gguf_expect_renamed(const char *name, const char *from, const char *to, pf_result want, const char *needle) {
+    char path[1024];
+    size_t size = 0, n = strlen(from);
+    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, name);
+    unsigned char *data = (unsigned char *)test_read_file(path, &size);
+    size_t at = 0;
+    while (data && at + n <= size && memcmp(data + at, from, n)) at++;
+    int found = data && at + n <= size && strlen(to) == n;
+    if (found) memcpy(data + at, to, n);
+    CHECK_MSG(found, "%s lacks %s", name, from);
+    pf_model *m = NULL;
+    pf_result r = found ? gguf_load_bytes(data, size, &m) : PF_ERROR_IO;
+    CHECK_MSG(r == want && strstr(pf_error_message(m), needle), "%s with %s as %s: %s", name, from, to, pf_error_message(m));
+    pf_free(m);
+    free(data);
+}
+
 static void gguf_check_bad_files(void) {
     char dir[] = "/tmp/pf_gguf_XXXXXX";
     if (!mkdtemp(dir)) {
@@ -626,6 +644,19 @@ static void gguf_check_bad_files(void) {
     /* Falcon's qkv is read in the order the converter's "jploski" layout gives it, and no other */
     gguf_expect_string_patch("falcon-f32.gguf", "falcon.tensor_data_layout", "jploskx", PF_ERROR_UNSUPPORTED,
                              "'falcon.tensor_data_layout' \"jploskx\" is not supported");
+    /* gpt-oss's expert biases are read in pairs (gate and up, interleaved again): one alone is refused */
+    gguf_expect_renamed("gpt-oss-mxfp4.gguf", "blk.1.ffn_up_exps.bias", "blk.1.ffn_up_exps.biaz", PF_ERROR_FORMAT,
+                        "has no blk.1.ffn_up_exps.bias of its [experts, I] shape beside it");
+    gguf_expect_renamed("gpt-oss-mxfp4.gguf", "blk.1.ffn_gate_exps.bias", "blk.1.ffn_gate_exps.biaz", PF_ERROR_UNSUPPORTED,
+                        "'blk.1.ffn_gate_exps.biaz' is not one of a gpt-oss model");
+    /* an architecture we do not read names those we do */
+    gguf_expect_renamed("starcoder-f32.gguf", "starcoder", "starcodex", PF_ERROR_UNSUPPORTED,
+                        "\"starcodex\" is not supported (these are: llama, gpt2,");
+    /* DeepSeek V2's softmax routing (expert_gating_func 1) is not read from GGUF; k_b needs its v_b */
+    gguf_expect_uint32_patch("deepseek2-v3.gguf", "deepseek2.expert_gating_func", 1, PF_ERROR_UNSUPPORTED,
+                             "deepseek2.expert_gating_func is not 2 (sigmoid): softmax routing (DeepSeek V2's");
+    gguf_expect_renamed("deepseek2-v3.gguf", "blk.1.attn_v_b.weight", "blk.1.attn_v_b.weighx", PF_ERROR_FORMAT,
+                        "and blk.1.attn_v_b.weight are not k_b and v_b");
     unlink(gguf_path);
     rmdir(dir);
 }
@@ -644,12 +675,14 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 39, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 42, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory("llama-quant.gguf");
     gguf_check_blocks_memory("qwen3moe-quant.gguf");
     gguf_check_blocks_memory("llama-q2k.gguf");
+    gguf_check_blocks_memory("gpt-oss-mxfp4.gguf");
+    gguf_check_blocks_to_cpu("deepseek2-v3.gguf");
     gguf_check_blocks_to_cpu("gpt2-q8.gguf");
     gguf_check_blocks_to_cpu("llama-q2k.gguf");
     gguf_check_split();

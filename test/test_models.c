@@ -1378,6 +1378,64 @@ static void test_quantized_stored(void) {
     }
 }
 
+/* MXFP4 (gpt-oss's experts): kept in their blocks by default (the products of the blocks against
+   fp32 inputs: transformers' logits of the dequantized experts within 1e-4 on 1 to 4 ranks, whole
+   experts, and on 2 ranks splitting each expert's 64 columns into whole blocks; 3 ranks would cut
+   blocks, refused by name); the rank's weights within 5 % of the file's size (the experts 17 bytes
+   a 32 weights, as the file holds them; the other tensors fp32 as in the file) and below the fp32
+   expansion by at least 6 times the experts' packed bytes (7.5 times: their 4.25 bits to 32); its
+   tensors' and config's faults refused. The fp32 expansion is test_fixture's. */
+static void test_mxfp4(void) {
+    test_fixture_stored("gpt_oss-mxfp4", PF_DTYPE_AUTO);
+    fixture f;
+    if (fixture_open("gpt_oss-mxfp4", &f)) return;
+    size_t n = (size_t)f.ref.num_prompt_ids * f.vocab;
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        pf_parallel_options po = cpu_options();
+        po.expert_split = PF_EXPERT_SPLIT_COLUMNS;
+        pf_result r = pf_parallelize(f.model, ranks, &po);
+        if (ranks == 3) {
+            CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(f.model), "MXFP4"),
+                      "gpt_oss-mxfp4, experts by columns on 3 ranks (blocks cut): %s (%s)", pf_result_string(r),
+                      pf_error_message(f.model));
+            continue;
+        }
+        CHECK_MSG(r == PF_OK, "gpt_oss-mxfp4, experts by columns: %s", pf_error_message(f.model));
+        float *logits = r == PF_OK ? prompt_logits(&f) : NULL;
+        float diff = logits ? test_max_abs_diff(logits, f.ref_logits, n) : INFINITY;
+        CHECK_MSG(diff <= TOLERANCE_HF, "gpt_oss-mxfp4, experts by columns on 2 ranks: logits differ by %g", diff);
+        free(logits);
+    }
+    char path[1024];
+    size_t file_size = 0;
+    snprintf(path, sizeof path, "%s/gpt_oss-mxfp4/model.safetensors", test_fixtures);
+    free(test_read_file(path, &file_size));
+    /* 2 layers of 5 experts, gate_up [128, 64] and down [64, 64] each: 17 bytes a block of 32 */
+    size_t packed_experts = 2 * 5 * (128 * 64 + 64 * 64) / 32 * 17;
+    pf_memory_info blocks = {0}, expanded = {0};
+    pf_parallel_options po = cpu_options();
+    pf_result r = pf_parallelize(f.model, 1, &po);
+    if (!r) r = pf_get_memory_info(f.model, 0, &blocks);
+    po.dtype = PF_DTYPE_F32;
+    if (!r) r = pf_parallelize(f.model, 1, &po);
+    if (!r) r = pf_get_memory_info(f.model, 0, &expanded);
+    CHECK_MSG(r == PF_OK && blocks.weights <= file_size + file_size / 20 &&
+                  expanded.weights >= blocks.weights + 6 * packed_experts,
+              "gpt_oss-mxfp4 (%zu bytes, experts %zu packed): weights take %zu bytes in blocks, %zu in fp32 (%s)", file_size,
+              packed_experts, blocks.weights, expanded.weights, pf_error_message(f.model));
+    printf("  gpt_oss-mxfp4 (%zu bytes): weights in %zu bytes with the experts in MXFP4 blocks, %zu expanded to fp32\n",
+           file_size, blocks.weights, expanded.weights);
+    fixture_close(&f);
+    check_quantized_refusal("gpt_oss-mxfp4", "\"quant_method\": \"mxfp4\"", "\"quant_method\": \"mxfp4\", \"group\": 2",
+                            PF_ERROR_UNSUPPORTED, "\"group\"");
+    check_quantized_refusal_in("gpt_oss-mxfp4", "model.safetensors", "layers.1.mlp.experts.down_proj_scales",
+                               "layers.1.mlp.experts.down_proj_scalez", PF_ERROR_FORMAT, "down_proj_scales' beside it");
+    check_quantized_refusal_in("gpt_oss-mxfp4", "model.safetensors", "\"U8\",\"shape\":[5,64,2,16]",
+                               "\"U8\",\"shape\":[5,64,1,32]", PF_ERROR_FORMAT, "not U8 MXFP4 blocks");
+    check_quantized_refusal("gpt_oss-mxfp4", "\"quant_method\": \"mxfp4\"", "\"quant_method\": \"mxfp5\"",
+                            PF_ERROR_UNSUPPORTED, "mxfp5");
+}
+
 /* FP8 (block and tensor scales), GPTQ (4-bit act order in v1, 8-bit v2), AWQ and compressed-tensors
    (int4 groups with packed zeros and BF16 scales, int8 channels with F16 scales, naive int8,
    e4m3 channels) checkpoints: on 1 to
@@ -1386,7 +1444,8 @@ static void test_quantized_stored(void) {
 void test_quantized(void) {
     static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-fp8-ue8m0", "qwen3_moe-fp8",
                                         "llama-gptq", "llama-gptq8", "llama-awq", "qwen3_moe-gptq",
-                                        "llama-ct-int4", "llama-ct-int8", "llama-ct-naive", "llama-ct-fp8"};
+                                        "llama-ct-int4", "llama-ct-int8", "llama-ct-naive", "llama-ct-fp8",
+                                        "gpt_oss-mxfp4"};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
     /* every expert on every rank, cut by its columns (16 x 16 blocks or groups of 16 of a 48-wide
        expert on 2 and 3 ranks) */
@@ -1426,4 +1485,5 @@ void test_quantized(void) {
 #endif
     test_quantized_stored();
     test_quantized_refusals();
+    test_mxfp4();
 }

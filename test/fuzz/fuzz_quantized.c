@@ -1,5 +1,5 @@
 /* config.json (its quantization_config) over llama-gptq8's packed weights, or llama-ct-int4's where
-   it names compressed-tensors; what loads is split over 2 ranks, whose slicing decodes the packed
+   it names compressed-tensors, or gpt_oss-mxfp4's MXFP4 experts where it names mxfp4; what loads is split over 2 ranks, whose slicing decodes the packed
    values, and run on a few ids. */
 #include "fuzz.h"
 
@@ -12,7 +12,10 @@ static int fuzz_holds(const uint8_t *data, size_t size, const char *needle) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    fuzz_link_fixture(fuzz_holds(data, size, "compressed-tensors") ? "llama-ct-int4" : "llama-gptq8", "model.safetensors");
+    const char *fixture = fuzz_holds(data, size, "compressed-tensors") ? "llama-ct-int4"
+                          : fuzz_holds(data, size, "mxfp4")            ? "gpt_oss-mxfp4"
+                                                                       : "llama-gptq8";
+    fuzz_link_fixture(fixture, "model.safetensors");
     fuzz_write("config.json", data, size);
     pf_load_options options = pf_load_options_init();
     pf_model *model = NULL;
