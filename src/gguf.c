@@ -577,40 +577,101 @@ static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__to
 
 static void pf__gguf_dequantize_row(const pf__gguf_tensor *t, size_t row, float *out);
 
+/* The file's tensor of that name, or NULL. */
+static const pf__gguf_tensor *pf__gguf_tensor_named(const pf__gguf *g, const char *name) {
+    pf__gguf_tensor probe;
+    probe.name = name;
+    probe.name_len = strlen(name);
+    return (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe, pf__gguf_tensor_name_cmp);
+}
+
+/* A rope factor tensor (one positive factor per rotary frequency, of rotary_dims / 2) into b as a
+   JSON list's items. */
+static pf_result pf__gguf_put_rope_factors(const pf__gguf *g, const pf__gguf_tensor *t, double rotary_dims,
+                                           pf__tok_buf *b, int *bad, char *message, size_t size) {
+    if (t->ndim != 1 || (double)t->cols * 2 != rotary_dims || t->cols > PF__MAX_ROPE_FACTORS ||
+        (t->type != PF__GGML_F32 && t->type != PF__GGML_F16 && t->type != PF__GGML_BF16))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: %.*s is not a float vector of %g factors (one per rotary "
+                          "frequency)", g->path, pf__gguf_shown(t->name_len), t->name, rotary_dims / 2);
+    float factors[PF__MAX_ROPE_FACTORS];
+    pf__gguf_dequantize_row(t, 0, factors);
+    for (size_t i = 0; i < t->cols; i++) {
+        char number[40];
+        if (!(factors[i] > 0 && factors[i] < 1e30))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: %.*s[%zu] = %g is not a positive factor", g->path,
+                              pf__gguf_shown(t->name_len), t->name, i, factors[i]);
+        snprintf(number, sizeof number, "%s%.9g", i ? ", " : "", factors[i]);
+        *bad |= pf__gguf_put(b, number);
+    }
+    return PF_OK;
+}
+
+/* Architecture arch (its rows') has a PF_GGUF_CONFIG row for "<arch>.<suffix>". */
+static int pf__gguf_reads_key(const char *arch, const char *suffix) {
+    const char *rows = pf__gguf_rows_of(arch);
+    for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys); k++)
+        if (!strcmp(pf__gguf_config_keys[k].arch, rows) && !strcmp(pf__gguf_config_keys[k].suffix, suffix)) return 1;
+    return 0;
+}
+
+/* A tensor that arch a reads into the config's rope scaling rather than into a slot: LLaMA's
+   rope_freqs, Phi-3's LongRoPE lists. */
+static int pf__gguf_is_rope_table(const pf__gguf_arch *a, const pf__gguf_tensor *t) {
+    static const char *const longrope[] = {"rope_factors_long.weight", "rope_factors_short.weight"};
+    if (a->rotary == 1 && t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17)) return 1;
+    for (size_t i = 0; i < PF__COUNT(longrope) && pf__gguf_reads_key(a->name, "rope.scaling.attn_factor"); i++)
+        if (t->name_len == strlen(longrope[i]) && !memcmp(t->name, longrope[i], t->name_len)) return 1;
+    return 0;
+}
+
 /* LLaMA 3.1's rope_freqs tensor: llama.cpp's converter stores the llama3 scaling as a factor per
    rotary frequency (each frequency divided by it) and no llama3 parameters, so the factors are
    used as they are: transformers' longrope with the same short and long lists and attention
    factor 1 computes exactly base^(-2i/d) / factor_i. */
 static pf_result pf__gguf_rope_freqs(const pf__gguf *g, double head_dim, int scaled, pf__tok_buf *b, int *bad,
                                      char *message, size_t size) {
-    pf__gguf_tensor probe;
-    probe.name = "rope_freqs.weight";
-    probe.name_len = strlen(probe.name);
-    const pf__gguf_tensor *t = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
-                                                                pf__gguf_tensor_name_cmp);
+    const pf__gguf_tensor *t = pf__gguf_tensor_named(g, "rope_freqs.weight");
     if (!t) return PF_OK;
     if (scaled)
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: rope_freqs.weight with a rope scaling type as well is "
                           "not supported", g->path);
-    if (t->ndim != 1 || (double)t->cols * 2 != head_dim || t->cols > PF__MAX_ROPE_FACTORS ||
-        (t->type != PF__GGML_F32 && t->type != PF__GGML_F16 && t->type != PF__GGML_BF16))
-        return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope_freqs.weight is not a float vector of %g factors (one "
-                          "per rotary frequency)", g->path, head_dim / 2);
-    float factors[PF__MAX_ROPE_FACTORS];
-    pf__gguf_dequantize_row(t, 0, factors);
+    pf_result r;
     for (int list = 0; list < 2; list++) {
         *bad |= pf__gguf_put(b, list ? "], \"long_factor\": [" : ", \"rope_scaling\": {\"rope_type\": \"longrope\", "
                                       "\"factor\": 1.0, \"attention_factor\": 1.0, \"short_factor\": [");
-        for (size_t i = 0; i < t->cols; i++) {
-            char number[40];
-            if (!(factors[i] > 0 && factors[i] < 1e30))
-                return pf__format(message, size, PF_ERROR_FORMAT, "%s: rope_freqs.weight[%zu] = %g is not a positive factor",
-                                  g->path, i, factors[i]);
-            snprintf(number, sizeof number, "%s%.9g", i ? ", " : "", factors[i]);
-            *bad |= pf__gguf_put(b, number);
-        }
+        if ((r = pf__gguf_put_rope_factors(g, t, head_dim, b, bad, message, size))) return r;
     }
     return *bad |= pf__gguf_put(b, "]}"), PF_OK;
+}
+
+/* Phi-3's LongRoPE as its converter writes it: rope_factors_short / rope_factors_long tensors, the
+   pretraining length as rope.scaling.original_context_length and cos/sin's factor as
+   rope.scaling.attn_factor; transformers' longrope with those lists (the long ones past that
+   length, as a directory's config chooses them). */
+static pf_result pf__gguf_longrope(const pf__gguf *g, const char *arch, double rotary_dims, pf__tok_buf *b, int *bad,
+                                   char *message, size_t size) {
+    const pf__gguf_tensor *lists[2] = {pf__gguf_tensor_named(g, "rope_factors_short.weight"),
+                                       pf__gguf_tensor_named(g, "rope_factors_long.weight")};
+    char key[96], text[160];
+    double original = 0, attention = 0;
+    if (!lists[0] && !lists[1]) return PF_OK;
+    snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
+    int has_original = pf__gguf_get_number(g, key, &original) == 1 && original >= 1 && original < 1e9;
+    snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch);
+    int has_attention = pf__gguf_get_number(g, key, &attention) == 1 && attention > 0 && attention < 1e6;
+    if (!lists[0] || !lists[1] || !has_original || !has_attention)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: LongRoPE needs rope_factors_short.weight, "
+                          "rope_factors_long.weight, %s.rope.scaling.original_context_length and %s.rope.scaling.attn_factor "
+                          "together", g->path, arch, arch);
+    pf_result r;
+    for (int list = 0; list < 2; list++) {
+        *bad |= pf__gguf_put(b, list ? "], \"long_factor\": [" : ", \"rope_scaling\": {\"rope_type\": \"longrope\", "
+                                      "\"short_factor\": [");
+        if ((r = pf__gguf_put_rope_factors(g, lists[list], rotary_dims, b, bad, message, size))) return r;
+    }
+    snprintf(text, sizeof text, "], \"original_max_position_embeddings\": %.17g, \"attention_factor\": %.17g}", original,
+             attention);
+    return *bad |= pf__gguf_put(b, text), PF_OK;
 }
 
 /* LLaMA's widths as transformers computes them (the rotary width is the whole head) and its rope
@@ -782,7 +843,7 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     if (a->rotary == 1 && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
     if (a->rotary == 4 && (r = pf__gguf_mla_config(g, a->name, b, &bad, message, size))) return r;
     if (a->rotary == 2 || a->rotary == 3) { /* the rotated share of each head: GPT-NeoX's key, or the later one */
-        double hidden = 0, dims;
+        double hidden = 0, dims = 0;
         snprintf(key, sizeof key, "%s.embedding_length", a->name);
         pf__gguf_get_number(g, key, &hidden);
         snprintf(key, sizeof key, "%s.rope.dimension_count", a->name);
@@ -792,6 +853,10 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
                                   hidden / heads);
             bad |= pf__gguf_put_number(b, a->rotary == 2 ? "rotary_pct" : "partial_rotary_factor", dims / (hidden / heads));
         }
+        double rotary_dims = dims > 0 ? dims : hidden / heads;
+        if (pf__gguf_reads_key(a->name, "rope.scaling.attn_factor") &&
+            (r = pf__gguf_longrope(g, a->name, rotary_dims, b, &bad, message, size)))
+            return r;
     }
     if (pf__gguf_has_tensor(g, "blk.0.attn_qkv.weight"))
         bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
@@ -1785,8 +1850,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         int layer;
         const pf__gguf_name *e = pf__gguf_name_for(rows_arch, variant, t, &layer);
         char name[160];
-        if (known_arch->rotary == 1 && t->name_len == 17 && !memcmp(t->name, "rope_freqs.weight", 17))
-            continue; /* read into the config's rope scaling */
+        if (pf__gguf_is_rope_table(known_arch, t)) continue; /* read into the config's rope scaling */
         if (!e || layer >= m->config.num_layers) {
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%.*s' is not one of a %s model that "
                            "parallelformers reads%s", g.path, pf__gguf_shown(t->name_len), t->name,

@@ -1434,29 +1434,37 @@ def write_issue32_families(lines):
     lines.append(fixture_reference("gemma3_text", directory, path.stem))
 
     # Phi-3: Phi3MiniModel's keys (the rotated width as rope.dimension_count, the window, 0 for
-    # none), fused qkv and gate_up as they are
+    # none), fused qkv and gate_up as they are; Phi-3.5-mini's LongRoPE as rope_factors_short /
+    # rope_factors_long tensors and rope.scaling.attn_factor (its generate_extra_tensors)
     from transformers import Phi3Config
-    directory = FIXTURES / "phi3"
-    config = Phi3Config.from_pretrained(directory)
-    state = load_file(str(directory / "model.safetensors"))
-    rope = config.rope_parameters
-    assert rope["rope_type"] == "default" and rope["partial_rotary_factor"] != 1, rope
-    path = OUT / "phi3-f32.gguf"
-    w = GGUFWriter(str(path), "phi3")
-    w.add_context_length(config.max_position_embeddings)
-    w.add_rope_scaling_orig_ctx_len(config.original_max_position_embeddings)
-    w.add_embedding_length(config.hidden_size)
-    w.add_feed_forward_length(config.intermediate_size)
-    w.add_block_count(config.num_hidden_layers)
-    w.add_head_count(config.num_attention_heads)
-    w.add_head_count_kv(config.num_key_value_heads)
-    w.add_layer_norm_rms_eps(config.rms_norm_eps)
-    w.add_rope_dimension_count(int(rope["partial_rotary_factor"] * config.hidden_size) // config.num_attention_heads)
-    w.add_rope_freq_base(rope["rope_theta"])
-    w.add_sliding_window(config.sliding_window or 0)
-    special_ids(w, config)
-    finish(w, converter_names(state, gguf.MODEL_ARCH.PHI3))
-    lines.append(fixture_reference("phi3", directory, path.stem))
+    for fixture in ["phi3", "phi3-longrope"]:
+        directory = FIXTURES / fixture
+        config = Phi3Config.from_pretrained(directory)
+        state = load_file(str(directory / "model.safetensors"))
+        rope = config.rope_parameters
+        assert rope["rope_type"] == ("default" if fixture == "phi3" else "longrope") and rope["partial_rotary_factor"] != 1, rope
+        path = OUT / f"{fixture}-f32.gguf"
+        w = GGUFWriter(str(path), "phi3")
+        w.add_context_length(config.max_position_embeddings)
+        w.add_rope_scaling_orig_ctx_len(config.original_max_position_embeddings)
+        w.add_embedding_length(config.hidden_size)
+        w.add_feed_forward_length(config.intermediate_size)
+        w.add_block_count(config.num_hidden_layers)
+        w.add_head_count(config.num_attention_heads)
+        w.add_head_count_kv(config.num_key_value_heads)
+        w.add_layer_norm_rms_eps(config.rms_norm_eps)
+        w.add_rope_dimension_count(int(rope["partial_rotary_factor"] * config.hidden_size) // config.num_attention_heads)
+        w.add_rope_freq_base(rope["rope_theta"])
+        w.add_sliding_window(config.sliding_window or 0)
+        special_ids(w, config)
+        tensors = converter_names(state, gguf.MODEL_ARCH.PHI3)
+        if rope["rope_type"] == "longrope":
+            scale = config.max_position_embeddings / config.original_max_position_embeddings
+            w.add_rope_scaling_attn_factors(math.sqrt(1 + math.log(scale) / math.log(config.original_max_position_embeddings)))
+            tensors["rope_factors_long.weight"] = np.array(rope["long_factor"], np.float32)
+            tensors["rope_factors_short.weight"] = np.array(rope["short_factor"], np.float32)
+        finish(w, tensors)
+        lines.append(fixture_reference(fixture, directory, path.stem))
 
     # StarCoder2: the generic keys (norm_epsilon as layer_norm_epsilon), no window: llama.cpp
     # attends to every key, so the reference is the fixture's weights without its window
