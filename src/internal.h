@@ -2035,6 +2035,10 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g);
 PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok);
 PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count);
 PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size);
+PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size);
+PF_PRIVATE void pf__mpi_group_ready(pf__group *g);
+PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
+                                       char *error, size_t error_size);
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
                                             size_t stride_bytes, char *error, size_t error_size);
 

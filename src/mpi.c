@@ -15,12 +15,67 @@
    DATA, and as one process's messages to another arrive in order, every process waiting on it
    sees END, fails its own ranks, and ends the job too. Each process then receives every other's
    END (draining DATA sent before it), so no message outlives the job, and all of them return the
-   same error: the first failing process's. Between jobs, after all agreed, outputs are broadcast. */
+   same error: the first failing process's. Between jobs, after all agreed, outputs are broadcast.
+
+   With process_0_drives, process 0 alone makes the calls: before each job it sends every other
+   process a CALL (the job's kind, sizes and input arrays), and they, in pf_follow, run that job as
+   if their program had made the call, into output arrays of their own. The host code around the
+   jobs (sampling, beams, batching, tokenizing, callbacks) runs on process 0 alone, which is why the
+   job, not the public call, is what is sent: a stream callback's or a sampler's decision is made
+   once, and every entry that runs the ranks works without a message of its own. QUIT (a CALL of
+   kind PF__JOB_QUIT) ends following when process 0's group ends. */
 
 #ifdef PF_MPI
 #include <mpi.h>
 
-enum { PF__TAG_DATA = 1, PF__TAG_END = 2 };
+enum { PF__TAG_DATA = 1, PF__TAG_END = 2, PF__TAG_CALL = 3 };
+
+/* A job as process 0 sends it to its followers (process_0_drives): the kind and sizes, which of
+   the job's host arrays it has (present: a bit each, inputs then outputs), then the input arrays
+   in PF__CALL_INPUTS's order, each from an 8-byte boundary. Outputs are not sent: a follower
+   writes its ranks' share of them into room of its own. */
+typedef struct pf__mpi_call {
+    int kind; /* pf__job_kind; PF__JOB_QUIT: process 0's group ended */
+    int batch, seq_len, past, cross_len;
+    int all_positions, encoder_pass, reorder_count, reorder_cross;
+    int check_device_choices; /* test builds: process 0's pf_testing_check_device_choices */
+    unsigned present;
+    uint64_t candidates_per_row;
+} pf__mpi_call;
+
+#define PF__CALL_INPUTS(X)                                                                                           \
+    X(0, step.ids, const int32_t *) X(1, step.inv_freq, const float *) X(2, step.pad, const int *)                    \
+    X(3, step.type_ids, const int32_t *) X(4, step.cross_pad, const int *) X(5, step.features, const float *)         \
+    X(6, step.patches, const float *) X(7, step.cache_rows, const int *) X(8, pool_at, const int *)                   \
+    X(9, reorder_dst, const int *) X(10, reorder_src, const int *)
+#define PF__CALL_NUM_INPUTS 11
+#define PF__CALL_OUTPUT_FIELDS(X)                                                                                    \
+    X(0, logits, float *) X(1, hidden, float *) X(2, pooled, float *) X(3, embeds, float *) X(4, tokens, int32_t *)   \
+    X(5, candidates, pf__choice *)
+#define PF__CALL_OUTPUTS 6
+
+/* The bytes of each host array of a call's job: the inputs exactly, the outputs at most (what any
+   head's ranks may write for those sizes). */
+static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[PF__CALL_NUM_INPUTS],
+                           size_t out[PF__CALL_OUTPUTS]) {
+    const pf_model *m = g->model;
+    const pf__config *cf = &m->config;
+    size_t B = (size_t)c->batch, S = (size_t)c->seq_len, N = B * S, rows = N > B ? N : B, d = (size_t)cf->hidden_size;
+    size_t prefix = 1 + (size_t)cf->distillation, patches = S > prefix ? S - prefix : 0;
+    size_t i4 = sizeof(int32_t), f = sizeof(float), count = (size_t)c->reorder_count;
+    size_t widest = (size_t)cf->vocab_size;
+    if ((size_t)cf->num_labels > widest) widest = (size_t)cf->num_labels;
+    if (widest < 2) widest = 2;
+    size_t sizes_in[PF__CALL_NUM_INPUTS] = {N * i4, pf__rope_floats(cf) * f, B * sizeof(int), N * i4, B * sizeof(int),
+                                            N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
+                                            B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int)};
+    size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
+                                          rows * i4, (size_t)g->world_ranks * rows * c->candidates_per_row * sizeof(pf__choice)};
+    memcpy(in, sizes_in, sizeof sizes_in);
+    memcpy(out, sizes_out, sizeof sizes_out);
+}
+
+#define PF__ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
 /* A process's last message of a job. */
 typedef struct pf__mpi_verdict {
@@ -41,6 +96,13 @@ struct pf__mpi {
     int peer_failed;              /* this process failed because another did */
     char *drain;                  /* room for DATA that arrives after a failure */
     size_t drain_bytes;
+    int process_0_drives;         /* asked (every process alike) */
+    int driven;                   /* process_0_drives, once the group is set up: CALLs flow */
+    int following;                /* a follower inside pf_follow */
+    char *call;                   /* the last CALL sent or received */
+    size_t call_bytes;
+    void *outputs[PF__CALL_OUTPUTS]; /* a follower's room for a job's host outputs */
+    size_t output_bytes[PF__CALL_OUTPUTS];
 };
 
 /* An MPI call's failure as a message; 0 when it succeeded. */
@@ -76,7 +138,8 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
     MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN); /* a failed call is an error, not an abort */
     MPI_Comm_rank(p->comm, &p->process);
     MPI_Comm_size(p->comm, &p->processes);
-    int *counts = (int *)calloc((size_t)p->processes, sizeof(int));
+    p->process_0_drives = g->options.process_0_drives != 0;
+    int *counts = (int *)calloc((size_t)p->processes * 2, sizeof(int));
     p->requests = (MPI_Request *)calloc((size_t)p->processes * g->num_ranks, sizeof *p->requests);
     p->verdicts = (pf__mpi_verdict *)calloc((size_t)p->processes, sizeof *p->verdicts);
     p->ended = (unsigned char *)calloc((size_t)p->processes, 1);
@@ -84,15 +147,20 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
         free(counts);
         return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    pf_result res = pf__mpi_failed(MPI_Allgather(&g->num_ranks, 1, MPI_INT, counts, 1, MPI_INT, p->comm), error,
-                                   error_size, "MPI_Allgather")
+    int mine[2] = {g->num_ranks, p->process_0_drives};
+    pf_result res = pf__mpi_failed(MPI_Allgather(mine, 2, MPI_INT, counts, 2, MPI_INT, p->comm), error, error_size,
+                                   "MPI_Allgather")
                         ? PF_ERROR_DEVICE
                         : PF_OK;
     for (int q = 0; !res && q < p->processes; q++)
-        if (counts[q] != g->num_ranks)
+        if (counts[2 * q] != g->num_ranks)
             res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
                              "across_processes: process %d asks for %d ranks and process %d for %d: every process "
-                             "holds the same number", q, counts[q], p->process, g->num_ranks);
+                             "holds the same number", q, counts[2 * q], p->process, g->num_ranks);
+        else if (counts[2 * q + 1] != p->process_0_drives)
+            res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                             "across_processes: process %d sets process_0_drives %d and process %d %d: every "
+                             "process sets it alike", q, counts[2 * q + 1], p->process, p->process_0_drives);
     free(counts);
     if (res) return res;
     g->world_ranks = p->processes * g->num_ranks;
@@ -107,7 +175,15 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
     if (!p) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (!finalized && p->driven && p->process == 0) { /* the followers stop following */
+        pf__mpi_call quit;
+        memset(&quit, 0, sizeof quit);
+        quit.kind = PF__JOB_QUIT;
+        for (int q = 1; q < p->processes; q++) MPI_Send(&quit, (int)sizeof quit, MPI_BYTE, q, PF__TAG_CALL, p->comm);
+    }
     if (!finalized) MPI_Comm_free(&p->comm);
+    free(p->call);
+    for (int i = 0; i < PF__CALL_OUTPUTS; i++) free(p->outputs[i]);
     free(p->gathered);
     free(p->world_in);
     free(p->requests);
@@ -302,6 +378,179 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
     return PF_OK;
 }
 
+/* Process 0 of a driven group: the job, sent to every follower before its ranks start it. */
+static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
+    struct pf__mpi *p = g->mpi;
+    pf__mpi_call c;
+    memset(&c, 0, sizeof c);
+    c.kind = (int)kind;
+#ifdef PF_TESTING
+    c.check_device_choices = pf_testing_check_device_choices;
+#endif
+    if (job) {
+        c.batch = job->step.batch, c.seq_len = job->step.seq_len, c.past = job->step.past, c.cross_len = job->step.cross_len;
+        c.all_positions = job->all_positions, c.encoder_pass = job->encoder_pass;
+        c.reorder_count = job->reorder_count, c.reorder_cross = job->reorder_cross;
+        c.candidates_per_row = job->candidates_per_row;
+#define PF__PRESENT(i, field, type) if (job->field) c.present |= 1u << (i);
+        PF__CALL_INPUTS(PF__PRESENT)
+#undef PF__PRESENT
+#define PF__PRESENT(i, field, type) if (job->field) c.present |= 1u << (PF__CALL_NUM_INPUTS + (i));
+        PF__CALL_OUTPUT_FIELDS(PF__PRESENT)
+#undef PF__PRESENT
+    }
+    size_t in[PF__CALL_NUM_INPUTS], out[PF__CALL_OUTPUTS], total = PF__ALIGN8(sizeof c);
+    pf__call_sizes(g, &c, in, out);
+    for (int i = 0; i < PF__CALL_NUM_INPUTS; i++)
+        if (c.present >> i & 1) total += PF__ALIGN8(in[i]);
+    if (total > INT_MAX)
+        return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: a step's inputs of %zu bytes exceed one message",
+                          total);
+    if (total > p->call_bytes) {
+        char *grown = (char *)realloc(p->call, total);
+        if (!grown) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        p->call = grown;
+        p->call_bytes = total;
+    }
+    memcpy(p->call, &c, sizeof c);
+    size_t at = PF__ALIGN8(sizeof c);
+#define PF__PACK(i, field, type)                                                                                     \
+    if (c.present >> (i) & 1) {                                                                                      \
+        memcpy(p->call + at, job->field, in[i]);                                                                     \
+        at += PF__ALIGN8(in[i]);                                                                                     \
+    }
+    if (job) PF__CALL_INPUTS(PF__PACK)
+#undef PF__PACK
+    int sends = 0, status = MPI_SUCCESS;
+    for (int q = 1; q < p->processes && status == MPI_SUCCESS; q++)
+        status = MPI_Isend(p->call, (int)total, MPI_BYTE, q, PF__TAG_CALL, p->comm, &p->requests[sends++]);
+    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    if (status == MPI_SUCCESS) status = waited;
+    return pf__mpi_failed(status, error, error_size, "sending a step to the followers") ? PF_ERROR_DEVICE : PF_OK;
+}
+
+/* Before a job of a group across processes: process 0 of a driven group sends it to the followers;
+   a follower outside pf_follow is refused (its job would wait for partners that run none). */
+PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
+    struct pf__mpi *p = g->mpi;
+    if (!p->driven) return PF_OK;
+    if (p->process == 0) return pf__mpi_send_call(g, kind, job, error, error_size);
+    if (!p->following)
+        return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                          "process %d follows process 0 (process_0_drives): it runs process 0's requests in "
+                          "pf_follow and makes none of its own", p->process);
+    return PF_OK;
+}
+
+/* The end of pf__group_create: a driven group's CALLs flow from now on (its setup ran SPMD). */
+PF_PRIVATE void pf__mpi_group_ready(pf__group *g) { g->mpi->driven = g->mpi->process_0_drives; }
+
+/* Waits for a CALL from process 0 on any of the groups (those not yet ended); returns which, or -1
+   with the MPI status in *status. Spins briefly, then naps longer and longer up to a millisecond:
+   a follower of an idle server waits for hours. */
+static int pf__mpi_await_call(pf__group *const *groups, const unsigned char *ended, int n, int *status) {
+    long nap_ns = 20000;
+    for (int spins = 0;; spins++) {
+        for (int i = 0; i < n; i++) {
+            int found = 0;
+            if (ended[i]) continue;
+            *status = MPI_Iprobe(0, PF__TAG_CALL, groups[i]->mpi->comm, &found, MPI_STATUS_IGNORE);
+            if (*status != MPI_SUCCESS) return -1;
+            if (found) return i;
+        }
+        if (spins >= 100) {
+            struct timespec nap = {0, nap_ns};
+            nanosleep(&nap, NULL);
+            if (nap_ns < 1000000) nap_ns += nap_ns / 4;
+        }
+    }
+}
+
+/* pf_follow's wait on the groups of a model (one, or a dual model's two towers'): the next job
+   process 0 sends, *which its group (which runs it with its follower's room for outputs), or
+   *which -1 once every group got QUIT (ended[] notes those that did). An error when MPI fails. */
+PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
+                                       char *error, size_t error_size) {
+    *which = -1;
+    for (int i = 0; i < n; i++) {
+        struct pf__mpi *p = groups[i] ? groups[i]->mpi : NULL;
+        if (!p || !p->process_0_drives)
+            return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                              "pf_follow: the model is not split across processes with process_0_drives");
+        if (p->process == 0)
+            return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                              "pf_follow: process 0 drives (it makes the calls); the other processes follow");
+        p->following = 0; /* the last job ended */
+    }
+    for (;;) {
+        int active = 0;
+        for (int i = 0; i < n; i++) active += !ended[i];
+        if (!active) return PF_OK;
+        int status = MPI_SUCCESS, i = pf__mpi_await_call(groups, ended, n, &status);
+        if (i < 0) {
+            pf__mpi_failed(status, error, error_size, "waiting for process 0's next step");
+            return PF_ERROR_DEVICE;
+        }
+        pf__group *g = groups[i];
+        struct pf__mpi *p = g->mpi;
+        MPI_Status probed;
+        int bytes = 0;
+        status = MPI_Probe(0, PF__TAG_CALL, p->comm, &probed);
+        if (status == MPI_SUCCESS) status = MPI_Get_count(&probed, MPI_BYTE, &bytes);
+        if (status == MPI_SUCCESS && (size_t)bytes > p->call_bytes) {
+            char *grown = (char *)realloc(p->call, (size_t)bytes);
+            if (!grown) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory for process 0's step");
+            p->call = grown;
+            p->call_bytes = (size_t)bytes;
+        }
+        if (status == MPI_SUCCESS) status = MPI_Recv(p->call, bytes, MPI_BYTE, 0, PF__TAG_CALL, p->comm, MPI_STATUS_IGNORE);
+        if (pf__mpi_failed(status, error, error_size, "receiving process 0's step")) return PF_ERROR_DEVICE;
+        pf__mpi_call c;
+        if ((size_t)bytes < sizeof c)
+            return pf__format(error, error_size, PF_ERROR_DEVICE, "MPI: process 0 sent a step of %d bytes", bytes);
+        memcpy(&c, p->call, sizeof c);
+        if (c.kind == PF__JOB_QUIT) {
+            ended[i] = 1;
+            continue;
+        }
+        size_t in[PF__CALL_NUM_INPUTS], out[PF__CALL_OUTPUTS], at = PF__ALIGN8(sizeof c);
+        pf__call_sizes(g, &c, in, out);
+        memset(job, 0, sizeof *job);
+        job->kind = (pf__job_kind)c.kind;
+        job->step.batch = c.batch, job->step.seq_len = c.seq_len, job->step.past = c.past, job->step.cross_len = c.cross_len;
+        job->all_positions = c.all_positions, job->encoder_pass = c.encoder_pass;
+        job->reorder_count = c.reorder_count, job->reorder_cross = c.reorder_cross;
+        job->candidates_per_row = (size_t)c.candidates_per_row;
+#define PF__UNPACK(i, field, type)                                                                                   \
+    if (c.present >> (i) & 1) {                                                                                      \
+        if (at + in[i] > (size_t)bytes)                                                                              \
+            return pf__format(error, error_size, PF_ERROR_DEVICE, "MPI: process 0's step is shorter than its sizes");  \
+        job->field = (type)(void *)(p->call + at);                                                                   \
+        at += PF__ALIGN8(in[i]);                                                                                     \
+    }
+        PF__CALL_INPUTS(PF__UNPACK)
+#undef PF__UNPACK
+#define PF__ROOM(i, field, type)                                                                                     \
+    if (c.present >> (PF__CALL_NUM_INPUTS + (i)) & 1) {                                                              \
+        if (out[i] > p->output_bytes[i]) {                                                                           \
+            void *grown = realloc(p->outputs[i], out[i]);                                                            \
+            if (!grown) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory for a step's outputs"); \
+            p->outputs[i] = grown;                                                                                   \
+            p->output_bytes[i] = out[i];                                                                             \
+        }                                                                                                            \
+        job->field = (type)p->outputs[i];                                                                            \
+    }
+        PF__CALL_OUTPUT_FIELDS(PF__ROOM)
+#undef PF__ROOM
+#ifdef PF_TESTING
+        pf_testing_check_device_choices = c.check_device_choices;
+#endif
+        p->following = 1;
+        *which = i;
+        return PF_OK;
+    }
+}
+
 #else /* one process: pf_parallelize refuses across_processes, and nothing else is reached */
 
 PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error_size) {
@@ -327,5 +576,16 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
                                             size_t stride_bytes, char *error, size_t error_size) {
     (void)g, (void)root_rank, (void)first, (void)rows, (void)row_bytes, (void)stride_bytes;
     return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
+    (void)g, (void)kind, (void)job, (void)error, (void)error_size;
+    return PF_OK;
+}
+PF_PRIVATE void pf__mpi_group_ready(pf__group *g) { (void)g; }
+PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
+                                       char *error, size_t error_size) {
+    (void)groups, (void)n, (void)ended, (void)job;
+    *which = -1;
+    return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "pf_follow: this build has no MPI (build with make MPI=1)");
 }
 #endif

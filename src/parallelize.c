@@ -185,6 +185,23 @@ pf_result pf_to_cpu(pf_model *m) {
     return r;
 }
 
+pf_result pf_follow(pf_model *m) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_follow");
+    if (r) return r;
+    pf__group *groups[2] = {m->towers[0] ? m->towers[0]->group : m->group, m->towers[1] ? m->towers[1]->group : NULL};
+    unsigned char ended[2] = {0, 0};
+    for (;;) {
+        int which = -1;
+        pf__job job;
+        r = pf__mpi_next_call(groups, groups[1] ? 2 : 1, ended, &which, &job, pf__error_buffer(m), PF__MESSAGE_SIZE);
+        if (r || which < 0) break;
+        pf__group_run(groups[which], job.kind, &job); /* its result is process 0's to report */
+    }
+    pf__request_unlock(m);
+    return r;
+}
+
 /* A dual model's group questions are its text tower's (the towers share rank count and device). */
 static const pf_model *pf__ranked(const pf_model *m) { return m && m->towers[0] ? m->towers[0] : m; }
 

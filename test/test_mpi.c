@@ -4,8 +4,10 @@
    the same bits (the all-reduce sums every rank's partial in world rank order either way), and
    transformers' outputs within the suite's tolerances. Then a rank failing in the last process
    must fail the request on every process, and the next request must succeed.
-     mpirun -np P build/mpi/test_mpi test/fixtures L
-     mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS   (test/test_mpi_kill.sh) */
+   With --driven the models across processes are split with process_0_drives: process 0 alone
+   makes the calls and compares, the others follow (pf_follow) each model in the same order.
+     mpirun -np P build/mpi/test_mpi test/fixtures L [--driven]
+     mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS [--driven]  (test/test_mpi_kill.sh) */
 #include <mpi.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -18,7 +20,7 @@
 
 #define TOLERANCE_HF 1e-4f /* fp32 outputs against transformers, as test_models.c and test_seq2seq.c */
 
-static int process, processes, local_ranks, world;
+static int process, processes, local_ranks, world, driven;
 
 /* The fixture split over the world (across) or over `world` ranks in this process alone. */
 static pf_model *load_split(const char *name, int across) {
@@ -35,6 +37,7 @@ static pf_model *load_split(const char *name, int across) {
     o.device = PF_DEVICE_CPU;
     o.max_batch = 16; /* the generation cases' prompts x beams */
     o.across_processes = across;
+    o.process_0_drives = across && driven;
     r = pf_parallelize(m, across ? local_ranks : world, &o);
     CHECK_MSG(r == PF_OK, "%s: pf_parallelize (%s): %s", name, across ? "across processes" : "one process",
               pf_error_message(m));
@@ -187,6 +190,62 @@ static void test_encoder_decoder(const char *name) {
     pf_free(alone);
 }
 
+/* A follower's side of load_split(name, 1) with --driven: the model split over the world, then
+   process 0's requests run until process 0 frees it. Before following, a call of its own is
+   refused (it would wait for partners that run none), and afterwards the model is freed as
+   process 0's was. */
+static void follow_fixture(const char *name) {
+    pf_model *m = load_split(name, 1);
+    if (!m) return;
+    pf_result r;
+    if (!strcmp(name, "gpt2-tiny")) { /* a decoder: pf_forward would run it */
+        int32_t ids[2] = {1, 2};
+        float *logits = (float *)malloc(2 * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+        r = pf_forward(m, ids, 1, 2, logits);
+        CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "pf_follow"),
+                  "process %d: a follower's own request gives %d, \"%s\"", process, (int)r, pf_error_message(m));
+        free(logits);
+    }
+    r = pf_follow(m);
+    CHECK_MSG(r == PF_OK, "process %d: pf_follow (%s): %s", process, name, pf_error_message(m));
+    pf_free(m);
+}
+
+/* --driven, process 0: pf_follow is the other processes' call. */
+static void test_driver_cannot_follow(void) {
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    pf_result r = pf_follow(m);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "process 0 drives"),
+              "pf_follow on process 0 gives %d, \"%s\"", (int)r, pf_error_message(m));
+    pf_free(m); /* the followers, following it, return */
+}
+
+/* --driven: the last world rank (a follower's) fails its fourth matmul of process 0's first request:
+   that request fails on process 0 with the follower's message, and the next one succeeds. */
+static void test_driven_rank_failure(void) {
+    if (process) {
+        if (process == processes - 1) pf_testing_fail_rank = world - 1, pf_testing_fail_countdown = 4;
+        follow_fixture("gpt2-tiny");
+        pf_testing_fail_rank = -1;
+        return;
+    }
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    int32_t ids[4] = {1, 2, 3, 4};
+    float *logits = (float *)malloc(4 * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+    pf_result r = pf_forward(m, ids, 1, 4, logits);
+    char want[64];
+    snprintf(want, sizeof want, "process %d: rank %d", processes - 1, world - 1);
+    CHECK_MSG(r == PF_ERROR_DEVICE && strstr(pf_error_message(m), want) && strstr(pf_error_message(m), "injected failure"),
+              "a follower's failing rank gives %d, \"%s\" (want \"%s ... injected failure\")", (int)r,
+              pf_error_message(m), want);
+    r = pf_forward(m, ids, 1, 4, logits);
+    CHECK_MSG(r == PF_OK, "the request after a follower's failure: %s", pf_error_message(m));
+    free(logits);
+    pf_free(m);
+}
+
 /* The last world rank fails a matmul: every process's request fails with its message, none waits
    forever, and the group serves the next request. */
 static void test_rank_failure(void) {
@@ -249,10 +308,9 @@ static void test_different_rank_counts(void) {
     pf_free(m);
 }
 
-/* test/test_mpi_kill.sh: a long generation loop; the last process kills itself after ms. */
+/* test/test_mpi_kill.sh: a long generation loop (--driven: on process 0, the others following);
+   the last process kills itself after ms. */
 static void run_until_killed(int ms) {
-    pf_model *m = load_split("gpt2-tiny", 1);
-    if (!m) return;
     if (process == processes - 1) {
         struct timespec wait = {ms / 1000, (long)(ms % 1000) * 1000000L};
         pid_t child = fork(); /* a helper that kills this process mid-request */
@@ -263,6 +321,12 @@ static void run_until_killed(int ms) {
             _exit(0);
         }
     }
+    if (driven && process) {
+        follow_fixture("gpt2-tiny");
+        return;
+    }
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
     int32_t prompt[2] = {1, 2}, out[64];
     pf_generate_options o = pf_generate_options_init();
     o.max_new_tokens = 48;
@@ -289,23 +353,36 @@ int main(int argc, char **argv) {
     test_fixtures = argv[1];
     local_ranks = atoi(argv[2]);
     world = processes * local_ranks;
+    driven = !strcmp(argv[argc - 1], "--driven");
     if (argc >= 5 && !strcmp(argv[3], "--kill-after-ms")) {
         run_until_killed(atoi(argv[4]));
         MPI_Finalize();
         return 0;
     }
     test_register_fixture_policies();
-    test_decoder("gpt2-tiny", 1); /* with its generation cases: greedy, beams, sampling */
-    test_decoder("llama", 0);
-    test_decoder("qwen3", 0);
-    test_encoder("bert", "hidden.bin");
-    test_encoder("bert-mlm", NULL);
-    test_encoder("bert-cls", NULL);
-    test_encoder_decoder("bart-s2s");
-    test_encoder_decoder("t5-s2s");
-    test_rank_failure();
-    test_different_requests();
-    test_different_rank_counts();
+    /* driven: process 0 runs the case, the others follow its model across processes */
+#define RUN(name, call) (driven && process ? follow_fixture(name) : call)
+    RUN("gpt2-tiny", test_decoder("gpt2-tiny", 1)); /* with its generation cases: greedy, beams, sampling */
+    RUN("llama", test_decoder("llama", 0));
+    RUN("qwen3", test_decoder("qwen3", 0));
+    RUN("qwen3_moe", test_decoder("qwen3_moe", 0)); /* mixtures of experts: experts split over the world */
+    RUN("olmoe", test_decoder("olmoe", 0));
+    RUN("mixtral", test_decoder("mixtral", 0));
+    RUN("bert", test_encoder("bert", "hidden.bin"));
+    RUN("bert-mlm", test_encoder("bert-mlm", NULL));
+    RUN("bert-cls", test_encoder("bert-cls", NULL));
+    RUN("bart-s2s", test_encoder_decoder("bart-s2s"));
+    RUN("t5-s2s", test_encoder_decoder("t5-s2s"));
+#undef RUN
+    if (driven) {
+        if (process) follow_fixture("gpt2-tiny");
+        else test_driver_cannot_follow();
+        test_driven_rank_failure();
+    } else {
+        test_rank_failure();
+        test_different_requests();
+        test_different_rank_counts();
+    }
     int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
     MPI_Reduce(counts, totals, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Bcast(totals, 2, MPI_INT, 0, MPI_COMM_WORLD);
