@@ -1971,6 +1971,10 @@ struct pf__group {
        on. Across processes (MPI builds, across_processes) process p holds p x num_ranks on; in
        one process the world is its ranks. */
     int world_ranks, first_rank;
+    /* Pipeline stages (pipeline_stages, across processes): the world above is this process's
+       stage's ranks (tensor parallel), which hold decoder layers [stage_first_layer,
+       stage_end_layer) of the model; stage `stage` of `stages`. One stage: 0, all the layers. */
+    int stages, stage, stage_first_layer, stage_end_layer;
     struct pf__mpi *mpi;  /* the processes' communicator and exchanges (src/mpi.c); NULL in one process */
     size_t *lm_rows;      /* [world_ranks]: the vocabulary rows of each rank's LM head (known after setup) */
     int threads_started;
@@ -2079,6 +2083,8 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
 PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size);
 PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size);
 PF_PRIVATE void pf__mpi_group_ready(pf__group *g);
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count);
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count);
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size);
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
@@ -18383,6 +18389,9 @@ struct pf__mpi {
     int peer_failed;              /* this process failed because another did */
     char *drain;                  /* room for DATA that arrives after a failure */
     size_t drain_bytes;
+    int stage_processes;          /* processes in each pipeline stage (all of them with one stage) */
+    int stage_first_process;      /* this process's stage's first */
+    int last_stage_first_process; /* the last stage's first: the outputs' roots */
     int process_0_drives;         /* asked (every process alike) */
     int driven;                   /* process_0_drives, once the group is set up: CALLs flow */
     int following;                /* a follower inside pf_follow */
@@ -18426,7 +18435,8 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
     MPI_Comm_rank(p->comm, &p->process);
     MPI_Comm_size(p->comm, &p->processes);
     p->process_0_drives = g->options.process_0_drives != 0;
-    int *counts = (int *)calloc((size_t)p->processes * 2, sizeof(int));
+    int stages = g->options.pipeline_stages > 1 ? g->options.pipeline_stages : 1;
+    int *counts = (int *)calloc((size_t)p->processes * 3, sizeof(int));
     p->requests = (MPI_Request *)calloc((size_t)p->processes * g->num_ranks, sizeof *p->requests);
     p->verdicts = (pf__mpi_verdict *)calloc((size_t)p->processes, sizeof *p->verdicts);
     p->ended = (unsigned char *)calloc((size_t)p->processes, 1);
@@ -18434,24 +18444,42 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
         free(counts);
         return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    int mine[2] = {g->num_ranks, p->process_0_drives};
-    pf_result res = pf__mpi_failed(MPI_Allgather(mine, 2, MPI_INT, counts, 2, MPI_INT, p->comm), error, error_size,
+    int mine[3] = {g->num_ranks, p->process_0_drives, stages};
+    pf_result res = pf__mpi_failed(MPI_Allgather(mine, 3, MPI_INT, counts, 3, MPI_INT, p->comm), error, error_size,
                                    "MPI_Allgather")
                         ? PF_ERROR_DEVICE
                         : PF_OK;
     for (int q = 0; !res && q < p->processes; q++)
-        if (counts[2 * q] != g->num_ranks)
+        if (counts[3 * q] != g->num_ranks)
             res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
                              "across_processes: process %d asks for %d ranks and process %d for %d: every process "
-                             "holds the same number", q, counts[2 * q], p->process, g->num_ranks);
-        else if (counts[2 * q + 1] != p->process_0_drives)
+                             "holds the same number", q, counts[3 * q], p->process, g->num_ranks);
+        else if (counts[3 * q + 1] != p->process_0_drives)
             res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
                              "across_processes: process %d sets process_0_drives %d and process %d %d: every "
-                             "process sets it alike", q, counts[2 * q + 1], p->process, p->process_0_drives);
+                             "process sets it alike", q, counts[3 * q + 1], p->process, p->process_0_drives);
+        else if (counts[3 * q + 2] != stages)
+            res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                             "across_processes: process %d asks for %d pipeline stages and process %d for %d: every "
+                             "process asks alike", q, counts[3 * q + 2], p->process, stages);
+    if (!res && p->processes % stages)
+        res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                         "pipeline_stages %d does not divide the %d processes (every stage has as many)", stages,
+                         p->processes);
     free(counts);
     if (res) return res;
-    g->world_ranks = p->processes * g->num_ranks;
-    g->first_rank = p->process * g->num_ranks;
+    /* stage s: processes s x stage_processes on, layers s x layers / stages on; its ranks are the
+       world of the collectives */
+    int layers = g->model->config.num_layers;
+    p->stage_processes = p->processes / stages;
+    g->stages = stages;
+    g->stage = p->process / p->stage_processes;
+    g->stage_first_layer = (int)((long long)g->stage * layers / stages);
+    g->stage_end_layer = (int)((long long)(g->stage + 1) * layers / stages);
+    p->stage_first_process = g->stage * p->stage_processes;
+    p->last_stage_first_process = (stages - 1) * p->stage_processes;
+    g->world_ranks = p->stage_processes * g->num_ranks;
+    g->first_rank = (p->process - p->stage_first_process) * g->num_ranks;
     p->world_in = (const float **)calloc((size_t)g->world_ranks, sizeof *p->world_in);
     if (!p->world_in) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     return PF_OK;
@@ -18510,6 +18538,16 @@ static int pf__mpi_receive_end(struct pf__mpi *p, int q) {
     return MPI_Recv(&p->verdicts[q], (int)sizeof p->verdicts[q], MPI_BYTE, q, PF__TAG_END, p->comm, MPI_STATUS_IGNORE);
 }
 
+/* A process that ends the job for another's reason (process q's END, received while this one
+   waited for its data): the leader fails with q's verdict. */
+static void pf__mpi_fail_from(pf__rank *leader, struct pf__mpi *p, int q, const char *waiting) {
+    const pf__mpi_verdict *v = &p->verdicts[q];
+    p->peer_failed = 1;
+    if (v->code) pf__rank_fail(leader, (pf_result)v->code, "process %d failed: %s", q, v->message);
+    else pf__rank_fail(leader, PF_ERROR_DEVICE, "process %d ended the job while this one waits %s: the processes ran "
+                       "different requests", q, waiting);
+}
+
 /* On the leader (the process's rank 0), while the others wait in a barrier: sends the process's
    ranks' buffers (local[num_ranks], count floats each) to every other process and receives theirs.
    Returns every rank's buffer in world rank order, or NULL with the leader failed: another process
@@ -18532,13 +18570,14 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
         p->gathered = grown;
         p->gathered_floats = need;
     }
+    int first = p->stage_first_process, end = first + p->stage_processes; /* this stage's processes */
     for (int k = 0; k < L; k++) p->world_in[g->first_rank + k] = local[k];
-    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+    for (int q = first; q < end && status == MPI_SUCCESS; q++)
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++)
             status = MPI_Isend(local[k], (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, &p->requests[sends++]);
     /* every process that reached this exchange sent its buffers before waiting for ours; one that
        did not will send END: so these receives end */
-    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++) {
+    for (int q = first; q < end && status == MPI_SUCCESS; q++) {
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
             MPI_Status probed;
             status = pf__mpi_probe(p, q, &probed);
@@ -18557,9 +18596,10 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
                 count_differs = 1;
                 break;
             }
-            float *into = p->gathered + (size_t)(q * L + k) * count;
+            int world = (q - first) * L + k;
+            float *into = p->gathered + (size_t)world * count;
             status = MPI_Recv(into, (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
-            p->world_in[q * L + k] = into;
+            p->world_in[world] = into;
         }
     }
     int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
@@ -18572,14 +18612,55 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
         return NULL;
     }
     if (ended >= 0) {
-        const pf__mpi_verdict *v = &p->verdicts[ended];
-        p->peer_failed = 1;
-        if (v->code) pf__rank_fail(leader, (pf_result)v->code, "process %d failed: %s", ended, v->message);
-        else pf__rank_fail(leader, PF_ERROR_DEVICE, "process %d ended the job while this one waits in an all-reduce: "
-                           "the processes ran different requests", ended);
+        pf__mpi_fail_from(leader, p, ended, "in an all-reduce");
         return NULL;
     }
     return p->world_in;
+}
+
+/* Pipeline stages, on the leader (the process's rank 0): the hidden state x (count floats) to the
+   process at this one's place in the next stage. A blocking send: that process waits for it (or,
+   failed, drains it at the job's end). */
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
+    struct pf__mpi *p = leader->group->mpi;
+    char message[PF__MESSAGE_SIZE];
+    if (count > INT_MAX) {
+        pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: a hidden state of %zu floats exceeds one message", count);
+        return;
+    }
+    int status = MPI_Send(x, (int)count, MPI_FLOAT, p->process + p->stage_processes, PF__TAG_DATA, p->comm);
+    if (pf__mpi_failed(status, message, sizeof message, "sending the hidden state to the next stage"))
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
+}
+
+/* Pipeline stages, on the leader: the hidden state x (count floats) from the process at this one's
+   place in the stage before; the leader fails when that process ended the job instead (its
+   verdict), sent another size (different requests) or MPI failed. */
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
+    struct pf__mpi *p = leader->group->mpi;
+    int from = p->process - p->stage_processes, sent = 0;
+    char message[PF__MESSAGE_SIZE];
+    MPI_Status probed;
+    int status = pf__mpi_probe(p, from, &probed);
+    if (status == MPI_SUCCESS && probed.MPI_TAG == PF__TAG_END) {
+        status = pf__mpi_receive_end(p, from);
+        if (status == MPI_SUCCESS) {
+            pf__mpi_fail_from(leader, p, from, "for its hidden state");
+            return;
+        }
+    }
+    if (status == MPI_SUCCESS) {
+        MPI_Get_count(&probed, MPI_FLOAT, &sent);
+        if (sent != (int)count) { /* its DATA stays queued: the job's end drains it */
+            pf__rank_fail(leader, PF_ERROR_INVALID_ARGUMENT, "process %d sends a hidden state of %d floats where this "
+                          "one expects %zu: every process must make the same calls with the same arguments", from, sent,
+                          count);
+            return;
+        }
+        status = MPI_Recv(x, (int)count, MPI_FLOAT, from, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+    }
+    if (pf__mpi_failed(status, message, sizeof message, "receiving the hidden state from the stage before"))
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
 }
 
 /* Receives what process q sent before its END (DATA of exchanges this process left), then END. */
@@ -18647,7 +18728,7 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
     if (!rows || !row_bytes) return PF_OK;
     if (row_bytes > INT_MAX || stride_bytes > INT_MAX)
         return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: rows of %zu bytes exceed one message", row_bytes);
-    int root = root_rank / g->num_ranks;
+    int root = p->last_stage_first_process + root_rank / g->num_ranks; /* the outputs are the last stage's */
     for (size_t done = 0; done < rows;) { /* in pieces that an int counts */
         size_t n = rows - done;
         size_t most = (size_t)INT_MAX / (stride_bytes > row_bytes ? stride_bytes : row_bytes);
@@ -18869,6 +18950,14 @@ PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf
     return PF_OK;
 }
 PF_PRIVATE void pf__mpi_group_ready(pf__group *g) { (void)g; }
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
+    (void)x, (void)count;
+    pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
+    (void)x, (void)count;
+    pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size) {
     (void)groups, (void)n, (void)ended, (void)job;
@@ -23987,6 +24076,10 @@ static void pf__rank_slice_weights(pf__rank *r) {
     for (size_t i = 0; i < num_slots && !r->error; i++) {
         pf__slot slot = (pf__slot)(i < PF__SLOT_FIRST_LAYER ? i : PF__SLOT_FIRST_LAYER + (i - PF__SLOT_FIRST_LAYER) % PF__LAYER_SLOTS);
         size_t layer_base = i - (size_t)slot;
+        if (i >= PF__SLOT_FIRST_LAYER) { /* pipeline stages: the layers of this rank's stage alone */
+            int layer = (int)((i - PF__SLOT_FIRST_LAYER) / PF__LAYER_SLOTS);
+            if (layer < g->stage_first_layer || layer >= g->stage_end_layer) continue;
+        }
         const struct pf__stack *stack = NULL;
         for (size_t k = 0; k < pf__stacks_count; k++)
             if (pf__stacks[k].target == slot) stack = &pf__stacks[k];
@@ -24141,8 +24234,10 @@ static void pf__rank_alloc_caches(pf__rank *r) {
     size_t self_layer = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype);
     size_t cross_layer = pf__rank_cache_layer(r) * sizeof(float);
     r->allocating = PF__MEM_CACHE;
-    r->k_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
-    if (!c->kv_lora_rank) r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer); /* latents: one cache */
+    size_t layers = g->stages > 1 ? (size_t)(g->stage_end_layer - g->stage_first_layer) /* a stage's own */
+                                  : (size_t)pf__cache_layers(c);
+    r->k_cache = pf__rank_alloc(r, layers * self_layer);
+    if (!c->kv_lora_rank) r->v_cache = pf__rank_alloc(r, layers * self_layer); /* latents: one cache */
     if (a->kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers) {
         r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
         r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
@@ -24326,6 +24421,10 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
     t.rel_bias = split && encoder ? r->enc_rel_bias : r->rel_bias;
+    if (!encoder && r->group->stages > 1) { /* pipeline stages (decoders): this stage's layers */
+        t.first_block = r->group->stage_first_layer;
+        t.end_block = r->group->stage_end_layer;
+    }
     return t;
 }
 
@@ -24773,7 +24872,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         residual->pending = 0;
         attn_in = r->h;
     }
-    size_t cache_layer = (size_t)pf__cache_layer(c, l);
+    size_t cache_layer = (size_t)(pf__cache_layer(c, l) - g->stage_first_layer); /* a stage caches its layers alone */
     void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
     void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
     if (c->kv_lora_rank) pf__rank_latent_attention(r, s, L, attn_in, k_cache, shape);
@@ -24899,11 +24998,33 @@ static void pf__rank_bottleneck_block(pf__rank *r, const pf__step *s, int l, pf_
                            eps, kind);
 }
 
-/* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
+/* Whether the rank's stage computes the outputs (the last of the pipeline stages; with one stage,
+   always). */
+static int pf__rank_last_stage(const pf__rank *r) { return r->group->stage == r->group->stages - 1; }
+
+/* Pipeline stages: x (count floats) from the stage before, which the process's rank 0 receives and
+   the others copy (a barrier before, so that it has arrived, and after, so that rank 0 changes it
+   only once all have it). */
+static void pf__rank_stage_receive(pf__rank *r, size_t count) {
+    pf__group *g = r->group;
+    if (r->index == 0) pf__mpi_stage_receive(r, r->x, count);
+    if (pf__barrier(g)) return;
+    if (r->index != 0) r->backend->upload(r, r->x, g->ranks[0].x, count * sizeof(float)); /* CPU ranks: host memory */
+    pf__barrier(g);
+}
+
+/* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. With
+   pipeline stages, a stage after the first starts from the stage before's x instead of the
+   embedding, and one before the last sends its x on (the ranks of a stage hold the same x). */
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
-    pf__rank_embed(r, s, t);
-    if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
+    int staged = r->group->stages > 1;
+    if (staged && r->group->stage > 0) {
+        pf__rank_stage_receive(r, N * d);
+    } else {
+        pf__rank_embed(r, s, t);
+        if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
+    }
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
     pf__residual residual = {0, NULL};
     for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) {
@@ -24911,6 +25032,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
         else pf__rank_block(r, s, t, l, &shape, &residual);
     }
     if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
+    if (staged && !pf__rank_last_stage(r) && r->index == 0 && !pf__rank_failed(r)) pf__mpi_stage_send(r, r->x, N * d);
 }
 
 /* x = the tower's final norm of x, where it has one (pre-norm towers). */
@@ -24964,7 +25086,7 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
     size_t d = (size_t)r->group->model->config.hidden_size;
     size_t rows = job->all_positions ? (size_t)s->batch * s->seq_len : (size_t)s->batch;
     pf__rank_tower(r, s, &t);
-    if (pf__rank_failed(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
+    if (pf__rank_failed(r) || !pf__rank_last_stage(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
     /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
     const float *wanted = r->x;
     if (!job->all_positions && s->seq_len > 1) {
@@ -25025,7 +25147,7 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (job->hidden) { /* pf_encode on a decoder, or an encoder-decoder's head on its decoder's states */
         pf__tower t = pf__tower_of(r, 0);
         pf__rank_tower(r, s, &t);
-        if (pf__rank_failed(r)) return;
+        if (pf__rank_failed(r) || !pf__rank_last_stage(r)) return;
         if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) pf__rank_encoder_outputs(r, job, &t);
         else pf__rank_decoder_encoding(r, job, &t);
         return;
@@ -25033,7 +25155,7 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
     const pf__backend *be = r->backend;
     if (!be->run_decoder_step || !be->run_decoder_step(r, job, pf__rank_decoder_hidden)) pf__rank_decoder_hidden(r, job);
-    if (pf__rank_failed(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return;
+    if (pf__rank_failed(r) || !pf__rank_last_stage(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return;
     pf__rank_vocab_logits(r, job, pf__rank_decoder_rows(r, job), job->all_positions ? N : (size_t)s->batch, d);
 }
 
@@ -25076,7 +25198,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
 PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job) {
     size_t vocab = (size_t)r->group->model->config.vocab_size, rows = (size_t)job->step.batch;
     size_t mine = r->weights ? r->weights[PF__SLOT_LM_HEAD].rows : 0;
-    if (!mine) return; /* more ranks than vocabulary rows */
+    if (!mine || !pf__rank_last_stage(r)) return; /* more ranks than vocabulary rows; a stage without the head */
     if (rows > r->group->logit_rows) {
         pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "the logits of %zu rows are no longer on the ranks", rows);
         return;
@@ -25217,7 +25339,8 @@ PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     size_t kv_width = pf__rank_cache_width(r), self_size = pf__dtype_size(r->cache_dtype);
     size_t row = (size_t)g->cache_len * kv_width, layer = pf__rank_cache_layer(r); /* in elements */
     size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
-    int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
+    int decoder_blocks = g->stages > 1 ? g->stage_end_layer - g->stage_first_layer /* a stage's caches */
+                                       : c->num_layers - pf__encoder_blocks(c);
     const int *dst = job->reorder_dst, *src = job->reorder_src;
     int n = job->reorder_count;
     if (!kv_width) return;
@@ -26994,6 +27117,8 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                      : o->kv_cache_dtype == PF_DTYPE_BF16  ? PF__DTYPE_BF16
                                                            : PF__DTYPE_F32;
     g->num_ranks = g->world_ranks = num_ranks;
+    g->stages = 1;
+    g->stage_end_layer = c->num_layers;
     if (o->across_processes) {
         pf_result res = pf__mpi_group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
         if (res) {
@@ -29277,6 +29402,18 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
                         backend->name);
+    if (o.pipeline_stages < 0 || o.pipeline_stages > PF__MAX_RANKS)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d is not in 0..%d", o.pipeline_stages, PF__MAX_RANKS);
+    if (o.pipeline_stages > 1 && !o.across_processes)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d splits the layers over processes: it needs "
+                        "across_processes", o.pipeline_stages);
+    if (o.pipeline_stages > 1 && (pf__archs[c->arch].kind != PF__KIND_DECODER || m->towers[0]))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pipeline_stages: model_type \"%s\" is not a decoder (stages split a "
+                        "decoder's layers; encoders and encoder-decoders run tensor parallel across processes)",
+                        c->model_type);
+    if (o.pipeline_stages > c->num_layers)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d exceeds the model's %d layers", o.pipeline_stages,
+                        c->num_layers);
     if (o.across_processes && backend != &pf__cpu_backend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "across_processes runs CPU ranks only (ranks on the %s backend across "
                         "processes are not implemented): set device PF_DEVICE_CPU", backend->name);

@@ -444,6 +444,13 @@ typedef struct pf_parallel_options {
                                 process 0's requests with it until process 0 frees the model (or
                                 parallelizes it again); their other calls that run the ranks are
                                 refused. 0 (the default): SPMD, every process makes the calls. */
+    int pipeline_stages;     /* with across_processes: the processes split into this many stages
+                                (consecutive processes, as many in each), each holding a contiguous
+                                run of the decoder's layers (and their KV caches) tensor-parallel
+                                over its processes' ranks; a step's hidden state goes from each
+                                stage's processes to the next's point to point, and the last stage's
+                                logits to every process. Decoders only; results the bits of one
+                                process with a stage's rank count. 0 or 1 (the default): one stage. */
     pf_expert_split expert_split; /* mixtures of experts: whole experts per rank or every expert's
                                 columns (see pf_expert_split); the routing, attention and dense
                                 layers are the same either way. 0: PF_EXPERT_SPLIT_AUTO */

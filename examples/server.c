@@ -30,7 +30,8 @@
    (--gpus N ranks in each, CPU ranks): process 0 serves, the others follow its requests
    (pf_parallel_options.process_0_drives, pf_follow) and end when it stops (SIGINT / SIGTERM to
    mpirun, which passes it on):
-     mpirun -np 2 build/mpi/server MODEL_DIR --port 8000 */
+     mpirun -np 2 build/mpi/server MODEL_DIR --port 8000
+   --pipeline-stages S splits the processes into S stages, each with a run of the decoder's layers. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <signal.h>
@@ -55,7 +56,7 @@ static void usage(void) {
                     "              [--max-connections N] [--max-connections-per-address N]\n"
                     "              [--request-timeout SECONDS] [--rate-limit REQUESTS_PER_MINUTE]\n"
                     "              [--device auto|cpu|cuda] [--dtype f32|f16|bf16|q8|q4] [--kv-cache f32|f16|bf16]\n"
-                    "              [--api-key KEY] [--cors ORIGIN] [--alias NAME]\n"
+                    "              [--api-key KEY] [--cors ORIGIN] [--alias NAME] [--pipeline-stages S (MPI)]\n"
                     "Serves the model over HTTP on ADDRESS:N (default 127.0.0.1:8000); README.md lists the routes.\n"
                     "--api-key (or the environment's PF_SERVER_API_KEY): every route but /health wants\n"
                     "\"Authorization: Bearer KEY\"; --cors: answers carry Access-Control-Allow-Origin: ORIGIN\n"
@@ -86,7 +87,7 @@ static long option_number(const char *name, const char *text, long lo, long hi) 
 /* The server on process `process` of `processes` (1 without MPI). */
 static int serve(int argc, char **argv, int process, int processes) {
     const char *dir = NULL, *host = "127.0.0.1";
-    int port = 8000, ranks = 1;
+    int port = 8000, ranks = 1, stages = 0;
     server *s = &the_server;
     server_defaults(s);
     static const char *const devices[] = {"auto", "cpu", "cuda"}, *const dtypes[] = {"f32", "f16", "bf16", "q8", "q4"};
@@ -101,6 +102,7 @@ static int serve(int argc, char **argv, int process, int processes) {
         else if (!strcmp(a, "--host")) host = value;
         else if (!strcmp(a, "--port")) port = (int)option_number(a, value, 0, 65535);
         else if (!strcmp(a, "--gpus")) ranks = (int)option_number(a, value, 1, 64);
+        else if (!strcmp(a, "--pipeline-stages")) stages = (int)option_number(a, value, 1, 64);
         else if (!strcmp(a, "--max-tokens")) s->limits.max_tokens = (int)option_number(a, value, 1, 1 << 20);
         else if (!strcmp(a, "--max-n")) s->limits.max_n = (int)option_number(a, value, 1, 64);
         else if (!strcmp(a, "--max-body-bytes")) s->max_body_bytes = (size_t)option_number(a, value, 64, 1L << 30);
@@ -136,6 +138,7 @@ static int serve(int argc, char **argv, int process, int processes) {
     po.device = device_values[device];
     if (dtype >= 0) po.dtype = dtype_values[dtype];
     if (kv_cache >= 0) po.kv_cache_dtype = dtype_values[kv_cache];
+    po.pipeline_stages = stages; /* refused without processes to split */
     if (processes > 1) { /* one group over every process, process 0 taking the requests */
         po.across_processes = 1;
         po.process_0_drives = 1;

@@ -75,6 +75,8 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                      : o->kv_cache_dtype == PF_DTYPE_BF16  ? PF__DTYPE_BF16
                                                            : PF__DTYPE_F32;
     g->num_ranks = g->world_ranks = num_ranks;
+    g->stages = 1;
+    g->stage_end_layer = c->num_layers;
     if (o->across_processes) {
         pf_result res = pf__mpi_group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
         if (res) {

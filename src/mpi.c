@@ -96,6 +96,9 @@ struct pf__mpi {
     int peer_failed;              /* this process failed because another did */
     char *drain;                  /* room for DATA that arrives after a failure */
     size_t drain_bytes;
+    int stage_processes;          /* processes in each pipeline stage (all of them with one stage) */
+    int stage_first_process;      /* this process's stage's first */
+    int last_stage_first_process; /* the last stage's first: the outputs' roots */
     int process_0_drives;         /* asked (every process alike) */
     int driven;                   /* process_0_drives, once the group is set up: CALLs flow */
     int following;                /* a follower inside pf_follow */
@@ -139,7 +142,8 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
     MPI_Comm_rank(p->comm, &p->process);
     MPI_Comm_size(p->comm, &p->processes);
     p->process_0_drives = g->options.process_0_drives != 0;
-    int *counts = (int *)calloc((size_t)p->processes * 2, sizeof(int));
+    int stages = g->options.pipeline_stages > 1 ? g->options.pipeline_stages : 1;
+    int *counts = (int *)calloc((size_t)p->processes * 3, sizeof(int));
     p->requests = (MPI_Request *)calloc((size_t)p->processes * g->num_ranks, sizeof *p->requests);
     p->verdicts = (pf__mpi_verdict *)calloc((size_t)p->processes, sizeof *p->verdicts);
     p->ended = (unsigned char *)calloc((size_t)p->processes, 1);
@@ -147,24 +151,42 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
         free(counts);
         return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    int mine[2] = {g->num_ranks, p->process_0_drives};
-    pf_result res = pf__mpi_failed(MPI_Allgather(mine, 2, MPI_INT, counts, 2, MPI_INT, p->comm), error, error_size,
+    int mine[3] = {g->num_ranks, p->process_0_drives, stages};
+    pf_result res = pf__mpi_failed(MPI_Allgather(mine, 3, MPI_INT, counts, 3, MPI_INT, p->comm), error, error_size,
                                    "MPI_Allgather")
                         ? PF_ERROR_DEVICE
                         : PF_OK;
     for (int q = 0; !res && q < p->processes; q++)
-        if (counts[2 * q] != g->num_ranks)
+        if (counts[3 * q] != g->num_ranks)
             res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
                              "across_processes: process %d asks for %d ranks and process %d for %d: every process "
-                             "holds the same number", q, counts[2 * q], p->process, g->num_ranks);
-        else if (counts[2 * q + 1] != p->process_0_drives)
+                             "holds the same number", q, counts[3 * q], p->process, g->num_ranks);
+        else if (counts[3 * q + 1] != p->process_0_drives)
             res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
                              "across_processes: process %d sets process_0_drives %d and process %d %d: every "
-                             "process sets it alike", q, counts[2 * q + 1], p->process, p->process_0_drives);
+                             "process sets it alike", q, counts[3 * q + 1], p->process, p->process_0_drives);
+        else if (counts[3 * q + 2] != stages)
+            res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                             "across_processes: process %d asks for %d pipeline stages and process %d for %d: every "
+                             "process asks alike", q, counts[3 * q + 2], p->process, stages);
+    if (!res && p->processes % stages)
+        res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                         "pipeline_stages %d does not divide the %d processes (every stage has as many)", stages,
+                         p->processes);
     free(counts);
     if (res) return res;
-    g->world_ranks = p->processes * g->num_ranks;
-    g->first_rank = p->process * g->num_ranks;
+    /* stage s: processes s x stage_processes on, layers s x layers / stages on; its ranks are the
+       world of the collectives */
+    int layers = g->model->config.num_layers;
+    p->stage_processes = p->processes / stages;
+    g->stages = stages;
+    g->stage = p->process / p->stage_processes;
+    g->stage_first_layer = (int)((long long)g->stage * layers / stages);
+    g->stage_end_layer = (int)((long long)(g->stage + 1) * layers / stages);
+    p->stage_first_process = g->stage * p->stage_processes;
+    p->last_stage_first_process = (stages - 1) * p->stage_processes;
+    g->world_ranks = p->stage_processes * g->num_ranks;
+    g->first_rank = (p->process - p->stage_first_process) * g->num_ranks;
     p->world_in = (const float **)calloc((size_t)g->world_ranks, sizeof *p->world_in);
     if (!p->world_in) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     return PF_OK;
@@ -223,6 +245,16 @@ static int pf__mpi_receive_end(struct pf__mpi *p, int q) {
     return MPI_Recv(&p->verdicts[q], (int)sizeof p->verdicts[q], MPI_BYTE, q, PF__TAG_END, p->comm, MPI_STATUS_IGNORE);
 }
 
+/* A process that ends the job for another's reason (process q's END, received while this one
+   waited for its data): the leader fails with q's verdict. */
+static void pf__mpi_fail_from(pf__rank *leader, struct pf__mpi *p, int q, const char *waiting) {
+    const pf__mpi_verdict *v = &p->verdicts[q];
+    p->peer_failed = 1;
+    if (v->code) pf__rank_fail(leader, (pf_result)v->code, "process %d failed: %s", q, v->message);
+    else pf__rank_fail(leader, PF_ERROR_DEVICE, "process %d ended the job while this one waits %s: the processes ran "
+                       "different requests", q, waiting);
+}
+
 /* On the leader (the process's rank 0), while the others wait in a barrier: sends the process's
    ranks' buffers (local[num_ranks], count floats each) to every other process and receives theirs.
    Returns every rank's buffer in world rank order, or NULL with the leader failed: another process
@@ -245,13 +277,14 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
         p->gathered = grown;
         p->gathered_floats = need;
     }
+    int first = p->stage_first_process, end = first + p->stage_processes; /* this stage's processes */
     for (int k = 0; k < L; k++) p->world_in[g->first_rank + k] = local[k];
-    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+    for (int q = first; q < end && status == MPI_SUCCESS; q++)
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++)
             status = MPI_Isend(local[k], (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, &p->requests[sends++]);
     /* every process that reached this exchange sent its buffers before waiting for ours; one that
        did not will send END: so these receives end */
-    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++) {
+    for (int q = first; q < end && status == MPI_SUCCESS; q++) {
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
             MPI_Status probed;
             status = pf__mpi_probe(p, q, &probed);
@@ -270,9 +303,10 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
                 count_differs = 1;
                 break;
             }
-            float *into = p->gathered + (size_t)(q * L + k) * count;
+            int world = (q - first) * L + k;
+            float *into = p->gathered + (size_t)world * count;
             status = MPI_Recv(into, (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
-            p->world_in[q * L + k] = into;
+            p->world_in[world] = into;
         }
     }
     int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
@@ -285,14 +319,55 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
         return NULL;
     }
     if (ended >= 0) {
-        const pf__mpi_verdict *v = &p->verdicts[ended];
-        p->peer_failed = 1;
-        if (v->code) pf__rank_fail(leader, (pf_result)v->code, "process %d failed: %s", ended, v->message);
-        else pf__rank_fail(leader, PF_ERROR_DEVICE, "process %d ended the job while this one waits in an all-reduce: "
-                           "the processes ran different requests", ended);
+        pf__mpi_fail_from(leader, p, ended, "in an all-reduce");
         return NULL;
     }
     return p->world_in;
+}
+
+/* Pipeline stages, on the leader (the process's rank 0): the hidden state x (count floats) to the
+   process at this one's place in the next stage. A blocking send: that process waits for it (or,
+   failed, drains it at the job's end). */
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
+    struct pf__mpi *p = leader->group->mpi;
+    char message[PF__MESSAGE_SIZE];
+    if (count > INT_MAX) {
+        pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: a hidden state of %zu floats exceeds one message", count);
+        return;
+    }
+    int status = MPI_Send(x, (int)count, MPI_FLOAT, p->process + p->stage_processes, PF__TAG_DATA, p->comm);
+    if (pf__mpi_failed(status, message, sizeof message, "sending the hidden state to the next stage"))
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
+}
+
+/* Pipeline stages, on the leader: the hidden state x (count floats) from the process at this one's
+   place in the stage before; the leader fails when that process ended the job instead (its
+   verdict), sent another size (different requests) or MPI failed. */
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
+    struct pf__mpi *p = leader->group->mpi;
+    int from = p->process - p->stage_processes, sent = 0;
+    char message[PF__MESSAGE_SIZE];
+    MPI_Status probed;
+    int status = pf__mpi_probe(p, from, &probed);
+    if (status == MPI_SUCCESS && probed.MPI_TAG == PF__TAG_END) {
+        status = pf__mpi_receive_end(p, from);
+        if (status == MPI_SUCCESS) {
+            pf__mpi_fail_from(leader, p, from, "for its hidden state");
+            return;
+        }
+    }
+    if (status == MPI_SUCCESS) {
+        MPI_Get_count(&probed, MPI_FLOAT, &sent);
+        if (sent != (int)count) { /* its DATA stays queued: the job's end drains it */
+            pf__rank_fail(leader, PF_ERROR_INVALID_ARGUMENT, "process %d sends a hidden state of %d floats where this "
+                          "one expects %zu: every process must make the same calls with the same arguments", from, sent,
+                          count);
+            return;
+        }
+        status = MPI_Recv(x, (int)count, MPI_FLOAT, from, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+    }
+    if (pf__mpi_failed(status, message, sizeof message, "receiving the hidden state from the stage before"))
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
 }
 
 /* Receives what process q sent before its END (DATA of exchanges this process left), then END. */
@@ -360,7 +435,7 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
     if (!rows || !row_bytes) return PF_OK;
     if (row_bytes > INT_MAX || stride_bytes > INT_MAX)
         return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: rows of %zu bytes exceed one message", row_bytes);
-    int root = root_rank / g->num_ranks;
+    int root = p->last_stage_first_process + root_rank / g->num_ranks; /* the outputs are the last stage's */
     for (size_t done = 0; done < rows;) { /* in pieces that an int counts */
         size_t n = rows - done;
         size_t most = (size_t)INT_MAX / (stride_bytes > row_bytes ? stride_bytes : row_bytes);
@@ -582,6 +657,14 @@ PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf
     return PF_OK;
 }
 PF_PRIVATE void pf__mpi_group_ready(pf__group *g) { (void)g; }
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
+    (void)x, (void)count;
+    pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
+    (void)x, (void)count;
+    pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size) {
     (void)groups, (void)n, (void)ended, (void)job;

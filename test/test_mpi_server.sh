@@ -6,10 +6,13 @@
 # answered without an error, each with one process's text; then SIGTERM to mpirun must end both
 # processes cleanly (process 0 freeing the model, process 1's pf_follow returning) within 10 s.
 # Ends with "N passed, N failed".
-#   MPIRUN="mpirun ..." test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny
+# Arguments after the fixture go to the 2-process server (--pipeline-stages 2: one stage each).
+#   MPIRUN="mpirun ..." test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny [SERVER_ARGS...]
 set -uo pipefail
 server=$1
 fixture=$2
+shift 2
+two_args=("$@")
 requests=${LOAD_REQUESTS:-64}
 for tool in curl jq timeout; do
     command -v "$tool" >/dev/null || { echo "test_mpi_server: needs $tool (apt-get install $tool)"; exit 1; }
@@ -26,11 +29,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start NAME PROCESSES RANKS: the server under mpirun on a free port, its log in $work/NAME.log;
-# sets NAME_pid and NAME_port (empty when it did not start).
+# start NAME PROCESSES RANKS [ARGS...]: the server under mpirun on a free port, its log in
+# $work/NAME.log; sets NAME_pid and NAME_port (empty when it did not start).
 start() {
     local name=$1 np=$2 ranks=$3 pid port=
-    timeout 300 ${MPIRUN:-mpirun} -np "$np" "$server" "$fixture" --gpus "$ranks" --port 0 2>"$work/$name.log" &
+    shift 3
+    timeout 300 ${MPIRUN:-mpirun} -np "$np" "$server" "$fixture" --gpus "$ranks" --port 0 "$@" 2>"$work/$name.log" &
     pid=$!
     pids+=("$pid")
     for _ in $(seq 600); do
@@ -43,7 +47,7 @@ start() {
     printf -v "${name}_port" %s "$port"
 }
 start one 1 2
-start two 2 1
+start two 2 1 "${two_args[@]}"
 if [ -z "$one_port" ] || [ -z "$two_port" ]; then
     echo "test_mpi_server: FAIL: a server did not start"; cat "$work/one.log" "$work/two.log"; exit 1
 fi
@@ -108,5 +112,5 @@ check "SIGTERM: process 1 stops following (not killed)" grep -q "process 1: proc
 check "SIGTERM: no process outlives the job" test -z "$(pgrep -f "$server $fixture --gpus 1 --port 0")"
 [ "$failed" -eq 0 ] || cat "$work/two.log"
 pids=("$one_pid")
-echo "test_mpi_server: $passed passed, $failed failed"
+echo "test_mpi_server${two_args[*]:+ ${two_args[*]}}: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
