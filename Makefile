@@ -254,6 +254,8 @@ test-cuda-standin: $(STANDIN)/test_cuda
 # root without --allow-run-as-root; --oversubscribe lets more processes than cores run.
 MPIRUN       ?= mpirun
 MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+# each test_mpi run bounded: a library bug that leaves processes waiting fails the run, never hangs it
+MPI_TEST_RUN := timeout 900 $(MPIRUN) $(MPIRUN_FLAGS)
 $(BUILD)/test_mpi: test/test_mpi.c test/test_util.c test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(MPI_DEFS) test/test_mpi.c test/test_util.c $(BUILD)/parallelformers_testing.o -o $@ $(LDLIBS)
 
@@ -286,18 +288,18 @@ test-mpi:
 	one=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 1 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 2 12) && \
 	  [ -n "$$two" ] && [ "$$two" = "$$one" ] && \
 	  echo "mpi_generate: 2 processes x 1 rank write the text 1 process x 2 ranks writes ($${#two} bytes)"
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 1
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 2
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 3 build/mpi/test_mpi test/fixtures 1
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 1 --driven
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 2 --driven
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 3 build/mpi/test_mpi test/fixtures 1 --driven
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 1 --stages 2
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 2 --stages 2
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 4 build/mpi/test_mpi test/fixtures 1 --stages 2
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 3 build/mpi/test_mpi test/fixtures 1 --stages 3
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 3 build/mpi/test_mpi test/fixtures 2 --stages 3
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 1 --stages 2 --driven
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 2
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 1
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1 --driven
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 2 --driven
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 1 --driven
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1 --stages 2
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 2 --stages 2
+	$(MPI_TEST_RUN) -np 4 build/mpi/test_mpi test/fixtures 1 --stages 2
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 1 --stages 3
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 2 --stages 3
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1 --stages 2 --driven
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --driven
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --stages 2

@@ -18318,6 +18318,12 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
    once, and every entry that runs the ranks works without a message of its own. QUIT (a CALL of
    kind PF__JOB_QUIT) ends following when process 0's group ends. */
 
+#ifdef PF_TESTING
+/* Test hook: nonzero makes a follower's next step fail before its ranks start (as when it has no
+   memory for the step's outputs); reset once used. */
+int pf_testing_follower_refuses = 0;
+#endif
+
 #ifdef PF_MPI
 #include <mpi.h>
 
@@ -18889,27 +18895,39 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
         job->all_positions = c.all_positions, job->encoder_pass = c.encoder_pass;
         job->reorder_count = c.reorder_count, job->reorder_cross = c.reorder_cross;
         job->candidates_per_row = (size_t)c.candidates_per_row;
+        /* a step this process cannot take part in still ends with it: its END fails the request on
+           every process (instead of leaving them waiting for its data), and following goes on */
+        pf_result local = PF_OK;
+        const char *why = "";
+#ifdef PF_TESTING
+        if (pf_testing_follower_refuses)
+            pf_testing_follower_refuses = 0, local = PF_ERROR_OUT_OF_MEMORY, why = "injected follower failure (test)";
+#endif
 #define PF__UNPACK(i, field, type)                                                                                   \
-    if (c.present >> (i) & 1) {                                                                                      \
-        if (at + in[i] > (size_t)bytes)                                                                              \
-            return pf__format(error, error_size, PF_ERROR_DEVICE, "MPI: process 0's step is shorter than its sizes");  \
-        job->field = (type)(void *)(p->call + at);                                                                   \
+    if (!local && (c.present >> (i) & 1)) {                                                                          \
+        if (at + in[i] > (size_t)bytes) local = PF_ERROR_DEVICE, why = "process 0's step is shorter than its sizes";  \
+        else job->field = (type)(void *)(p->call + at);                                                              \
         at += PF__ALIGN8(in[i]);                                                                                     \
     }
         PF__CALL_INPUTS(PF__UNPACK)
 #undef PF__UNPACK
 #define PF__ROOM(i, field, type)                                                                                     \
-    if (c.present >> (PF__CALL_NUM_INPUTS + (i)) & 1) {                                                              \
+    if (!local && (c.present >> (PF__CALL_NUM_INPUTS + (i)) & 1)) {                                                  \
         if (out[i] > p->output_bytes[i]) {                                                                           \
             void *grown = realloc(p->outputs[i], out[i]);                                                            \
-            if (!grown) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory for a step's outputs"); \
-            p->outputs[i] = grown;                                                                                   \
-            p->output_bytes[i] = out[i];                                                                             \
+            if (grown) p->outputs[i] = grown, p->output_bytes[i] = out[i];                                           \
+            else local = PF_ERROR_OUT_OF_MEMORY, why = "out of host memory for a step's outputs";                    \
         }                                                                                                            \
         job->field = (type)p->outputs[i];                                                                            \
     }
         PF__CALL_OUTPUT_FIELDS(PF__ROOM)
 #undef PF__ROOM
+        if (local) {
+            char message[PF__MESSAGE_SIZE];
+            snprintf(message, sizeof message, "%s", why);
+            pf__mpi_end_job(g, local, message, sizeof message);
+            continue;
+        }
 #ifdef PF_TESTING
         pf_testing_check_device_choices = c.check_device_choices;
 #endif

@@ -29,7 +29,8 @@
    Built with make MPI=1 and started by mpirun with several processes, the model's ranks span them
    (--gpus N ranks in each, CPU ranks): process 0 serves, the others follow its requests
    (pf_parallel_options.process_0_drives, pf_follow) and end when it stops (SIGINT / SIGTERM to
-   mpirun, which passes it on):
+   process 0, whose pid it logs; a signal to mpirun reaches every process too, but Open MPI's
+   mpirun kills them after a short grace, which a busy server may exceed):
      mpirun -np 2 build/mpi/server MODEL_DIR --port 8000
    --pipeline-stages S splits the processes into S stages, each with a run of the decoder's layers. */
 #define _POSIX_C_SOURCE 200809L
@@ -183,6 +184,7 @@ static int serve(int argc, char **argv, int process, int processes) {
     if (bound && bound->port) port = bound->port; /* --port 0 asks the system for a free one */
     server_log("serving %s on http://%s:%d (%d rank%s)", s->model_name, host, port, ranks * processes,
                ranks * processes == 1 ? "" : "s");
+    if (processes > 1) server_log("process 0 of %d: pid %ld (SIGTERM to it stops every process)", processes, (long)getpid());
     while (!stop_requested) pause();
     server_log("stopping");
     MHD_stop_daemon(daemon);

@@ -225,11 +225,13 @@ static void test_driver_cannot_follow(void) {
     pf_free(m); /* the followers, following it, return */
 }
 
-/* --driven: the last world rank (a follower's) fails its fourth matmul of process 0's first request:
-   that request fails on process 0 with the follower's message, and the next one succeeds. */
+/* --driven: the last follower cannot take part in process 0's first request (a step it fails to
+   set up), and the last world rank (a follower's) fails its fourth matmul of the second: each fails
+   on process 0 with the follower's message, none waits forever, and the next one succeeds. */
 static void test_driven_rank_failure(void) {
     if (process) {
-        if (process == processes - 1) pf_testing_fail_rank = world - 1, pf_testing_fail_countdown = 4;
+        if (process == processes - 1)
+            pf_testing_follower_refuses = 1, pf_testing_fail_rank = world - 1, pf_testing_fail_countdown = 4;
         follow_fixture("gpt2-tiny");
         pf_testing_fail_rank = -1;
         return;
@@ -240,6 +242,10 @@ static void test_driven_rank_failure(void) {
     float *logits = (float *)malloc(4 * (size_t)pf_get_info(m).vocab_size * sizeof(float));
     pf_result r = pf_forward(m, ids, 1, 4, logits);
     char want[64];
+    snprintf(want, sizeof want, "process %d: injected follower failure", processes - 1);
+    CHECK_MSG(r == PF_ERROR_OUT_OF_MEMORY && strstr(pf_error_message(m), want),
+              "a follower failing a step gives %d, \"%s\" (want \"%s\")", (int)r, pf_error_message(m), want);
+    r = pf_forward(m, ids, 1, 4, logits);
     snprintf(want, sizeof want, "process %d: rank %d", processes - 1, world - 1);
     CHECK_MSG(r == PF_ERROR_DEVICE && strstr(pf_error_message(m), want) && strstr(pf_error_message(m), "injected failure"),
               "a follower's failing rank gives %d, \"%s\" (want \"%s ... injected failure\")", (int)r,
