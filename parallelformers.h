@@ -438,6 +438,9 @@ typedef struct pf_parallel_options {
                                 CPU ranks only; pf_to_cpu is refused. See the README, "Across
                                 processes and hosts (MPI)". 0 (the default): this process's ranks
                                 alone. */
+    pf_expert_split expert_split; /* mixtures of experts: whole experts per rank or every expert's
+                                columns (see pf_expert_split); the routing, attention and dense
+                                layers are the same either way. 0: PF_EXPERT_SPLIT_AUTO */
     int process_0_drives;    /* with across_processes, nonzero on every process: process 0 alone
                                 makes the calls (the CLI, a server, a program taking requests) and
                                 the others call pf_follow after pf_parallelize, running each of
@@ -451,9 +454,6 @@ typedef struct pf_parallel_options {
                                 stage's processes to the next's point to point, and the last stage's
                                 logits to every process. Decoders only; results the bits of one
                                 process with a stage's rank count. 0 or 1 (the default): one stage. */
-    pf_expert_split expert_split; /* mixtures of experts: whole experts per rank or every expert's
-                                columns (see pf_expert_split); the routing, attention and dense
-                                layers are the same either way. 0: PF_EXPERT_SPLIT_AUTO */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */
