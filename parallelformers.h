@@ -426,12 +426,14 @@ typedef struct pf_parallel_options {
                                 process holds num_ranks CPU ranks, world ranks process x num_ranks
                                 on, and loads only their slices. SPMD: every process makes the same
                                 calls with the same arguments (pf_parallelize, each request,
-                                pf_free) and gets the same results; the program calls
+                                pf_free) and gets the same results (or, with process_0_drives,
+                                process 0 alone makes the requests); the program calls
                                 MPI_Init_thread with MPI_THREAD_SERIALIZED (or more) first, and
                                 calls no MPI itself while a request of this model runs. A rank
                                 failing in one process fails the request on all of them; so do
                                 processes that make different calls. Requests go one at a time,
-                                in the same order everywhere (not from several threads at once).
+                                in the same order everywhere (not from several threads at once;
+                                with process_0_drives, process 0's threads call as in one process).
                                 pf_num_ranks and pf_get_memory_info count this process's ranks.
                                 CPU ranks only; pf_to_cpu is refused. See the README, "Across
                                 processes and hosts (MPI)". 0 (the default): this process's ranks
@@ -439,6 +441,19 @@ typedef struct pf_parallel_options {
     pf_expert_split expert_split; /* mixtures of experts: whole experts per rank or every expert's
                                 columns (see pf_expert_split); the routing, attention and dense
                                 layers are the same either way. 0: PF_EXPERT_SPLIT_AUTO */
+    int process_0_drives;    /* with across_processes, nonzero on every process: process 0 alone
+                                makes the calls (the CLI, a server, a program taking requests) and
+                                the others call pf_follow after pf_parallelize, running each of
+                                process 0's requests with it until process 0 frees the model (or
+                                parallelizes it again); their other calls that run the ranks are
+                                refused. 0 (the default): SPMD, every process makes the calls. */
+    int pipeline_stages;     /* with across_processes: the processes split into this many stages
+                                (consecutive processes, as many in each), each holding a contiguous
+                                run of the decoder's layers (and their KV caches) tensor-parallel
+                                over its processes' ranks; a step's hidden state goes from each
+                                stage's processes to the next's point to point, and the last stage's
+                                logits to every process. Decoders only; results the bits of one
+                                process with a stage's rank count. 0 or 1 (the default): one stage. */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */
@@ -457,6 +472,15 @@ pf_parallel_options pf_parallel_options_init(void); /* the defaults described ab
    backend lacks), PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE (a backend call failed on a rank: the
    message names the rank); after a failure the model runs again once parallelized anew. */
 pf_result pf_parallelize(pf_model *model, int num_ranks, const pf_parallel_options *options);
+
+/* A follower's side of a model split across processes with process_0_drives (MPI builds): runs
+   every request process 0 makes on the model (its ranks' share of each, the inputs sent by process
+   0 before each step) until process 0 frees the model or parallelizes it again, then returns
+   PF_OK; the caller then does the same (pf_free, or pf_parallelize with the same arguments). A
+   request that fails fails on process 0 with the reason, and following goes on. Returns an error
+   when MPI fails (the job is then lost), when called on process 0, or when the model was not split
+   that way (PF_ERROR_UNSUPPORTED in builds without MPI). Threads: as pf_parallelize. */
+pf_result pf_follow(pf_model *model);
 
 /* Gathers the slices back into one full model on one CPU rank, stored in the dtype the ranks
    used, and frees the others. Results: as pf_parallelize's. Threads: as pf_parallelize. */

@@ -25,7 +25,14 @@
    --max-connections-per-address (32) from one address, a request's body arriving within
    --request-timeout seconds (10; also the longest a connection may stay silent), and
    --rate-limit requests a minute per address (6000; 0: none), beyond which it answers 429.
-   README.md says what it does not defend against. */
+   README.md says what it does not defend against.
+   Built with make MPI=1 and started by mpirun with several processes, the model's ranks span them
+   (--gpus N ranks in each, CPU ranks): process 0 serves, the others follow its requests
+   (pf_parallel_options.process_0_drives, pf_follow) and end when it stops (SIGINT / SIGTERM to
+   process 0, whose pid it logs; a signal to mpirun reaches every process too, but Open MPI's
+   mpirun kills them after a short grace, which a busy server may exceed):
+     mpirun -np 2 build/mpi/server MODEL_DIR --port 8000
+   --pipeline-stages S splits the processes into S stages, each with a run of the decoder's layers. */
 #define _POSIX_C_SOURCE 200809L
 #include <arpa/inet.h>
 #include <signal.h>
@@ -35,6 +42,9 @@
 #include <unistd.h>
 
 #include "server_http.h"
+#ifdef PF_MPI
+#include <mpi.h>
+#endif
 
 /* ---- the command line ---- */
 
@@ -47,7 +57,7 @@ static void usage(void) {
                     "              [--max-connections N] [--max-connections-per-address N]\n"
                     "              [--request-timeout SECONDS] [--rate-limit REQUESTS_PER_MINUTE]\n"
                     "              [--device auto|cpu|cuda] [--dtype f32|f16|bf16|q8|q4] [--kv-cache f32|f16|bf16]\n"
-                    "              [--api-key KEY] [--cors ORIGIN] [--alias NAME]\n"
+                    "              [--api-key KEY] [--cors ORIGIN] [--alias NAME] [--pipeline-stages S (MPI)]\n"
                     "Serves the model over HTTP on ADDRESS:N (default 127.0.0.1:8000); README.md lists the routes.\n"
                     "--api-key (or the environment's PF_SERVER_API_KEY): every route but /health wants\n"
                     "\"Authorization: Bearer KEY\"; --cors: answers carry Access-Control-Allow-Origin: ORIGIN\n"
@@ -75,9 +85,10 @@ static long option_number(const char *name, const char *text, long lo, long hi) 
     return v;
 }
 
-int main(int argc, char **argv) {
+/* The server on process `process` of `processes` (1 without MPI). */
+static int serve(int argc, char **argv, int process, int processes) {
     const char *dir = NULL, *host = "127.0.0.1";
-    int port = 8000, ranks = 1;
+    int port = 8000, ranks = 1, stages = 0;
     server *s = &the_server;
     server_defaults(s);
     static const char *const devices[] = {"auto", "cpu", "cuda"}, *const dtypes[] = {"f32", "f16", "bf16", "q8", "q4"};
@@ -92,6 +103,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--host")) host = value;
         else if (!strcmp(a, "--port")) port = (int)option_number(a, value, 0, 65535);
         else if (!strcmp(a, "--gpus")) ranks = (int)option_number(a, value, 1, 64);
+        else if (!strcmp(a, "--pipeline-stages")) stages = (int)option_number(a, value, 1, 64);
         else if (!strcmp(a, "--max-tokens")) s->limits.max_tokens = (int)option_number(a, value, 1, 1 << 20);
         else if (!strcmp(a, "--max-n")) s->limits.max_n = (int)option_number(a, value, 1, 64);
         else if (!strcmp(a, "--max-body-bytes")) s->max_body_bytes = (size_t)option_number(a, value, 64, 1L << 30);
@@ -127,11 +139,26 @@ int main(int argc, char **argv) {
     po.device = device_values[device];
     if (dtype >= 0) po.dtype = dtype_values[dtype];
     if (kv_cache >= 0) po.kv_cache_dtype = dtype_values[kv_cache];
+    po.pipeline_stages = stages; /* refused without processes to split */
+    if (processes > 1) { /* one group over every process, process 0 taking the requests */
+        po.across_processes = 1;
+        po.process_0_drives = 1;
+        if (po.device == PF_DEVICE_AUTO) po.device = PF_DEVICE_CPU; /* ranks across processes are CPU ranks */
+    }
     if (!r) r = pf_parallelize(s->model, ranks, &po);
     if (r) {
-        fprintf(stderr, "server: %s: %s\n", pf_result_string(r), pf_error_message(s->model));
+        fprintf(stderr, "server: process %d: %s: %s\n", process, pf_result_string(r), pf_error_message(s->model));
         pf_free(s->model);
         return 1;
+    }
+    if (process > 0) { /* a follower: process 0's requests until it frees the model */
+        signal(SIGINT, SIG_IGN); /* mpirun passes a stop on to every process: process 0 ends this one */
+        signal(SIGTERM, SIG_IGN);
+        r = pf_follow(s->model);
+        if (r) fprintf(stderr, "server: process %d: %s: %s\n", process, pf_result_string(r), pf_error_message(s->model));
+        else server_log("process %d: process 0 freed the model; stopping", process);
+        pf_free(s->model);
+        return r ? 1 : 0;
     }
     server_ready(s, dir);
 
@@ -155,10 +182,29 @@ int main(int argc, char **argv) {
     }
     const union MHD_DaemonInfo *bound = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
     if (bound && bound->port) port = bound->port; /* --port 0 asks the system for a free one */
-    server_log("serving %s on http://%s:%d (%d rank%s)", s->model_name, host, port, ranks, ranks == 1 ? "" : "s");
+    server_log("serving %s on http://%s:%d (%d rank%s)", s->model_name, host, port, ranks * processes,
+               ranks * processes == 1 ? "" : "s");
+    if (processes > 1) server_log("process 0 of %d: pid %ld (SIGTERM to it stops every process)", processes, (long)getpid());
     while (!stop_requested) pause();
     server_log("stopping");
     MHD_stop_daemon(daemon);
     pf_free(s->model);
+    server_log("stopped");
     return 0;
+}
+
+int main(int argc, char **argv) {
+    int process = 0, processes = 1;
+#ifdef PF_MPI
+    int provided = 0; /* the library's threads call MPI one at a time */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &process);
+    MPI_Comm_size(MPI_COMM_WORLD, &processes);
+#endif
+    int status = serve(argc, argv, process, processes);
+#ifdef PF_MPI
+    if (status && processes > 1) MPI_Abort(MPI_COMM_WORLD, status); /* the others may wait for this one */
+    MPI_Finalize();
+#endif
+    return status;
 }

@@ -30,6 +30,10 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
     t.rel_bias = split && encoder ? r->enc_rel_bias : r->rel_bias;
+    if (!encoder && r->group->stages > 1) { /* pipeline stages (decoders): this stage's layers */
+        t.first_block = r->group->stage_first_layer;
+        t.end_block = r->group->stage_end_layer;
+    }
     return t;
 }
 
@@ -490,7 +494,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
         residual->pending = 0;
         attn_in = r->h;
     }
-    size_t cache_layer = (size_t)pf__cache_layer(c, l);
+    size_t cache_layer = (size_t)(pf__cache_layer(c, l) - g->stage_first_layer); /* a stage caches its layers alone */
     void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
     void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
     if (c->kv_lora_rank) pf__rank_latent_attention(r, s, L, attn_in, k_cache, shape);
@@ -616,11 +620,33 @@ static void pf__rank_bottleneck_block(pf__rank *r, const pf__step *s, int l, pf_
                            eps, kind);
 }
 
-/* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. */
+/* Whether the rank's stage computes the outputs (the last of the pipeline stages; with one stage,
+   always). */
+static int pf__rank_last_stage(const pf__rank *r) { return r->group->stage == r->group->stages - 1; }
+
+/* Pipeline stages: x (count floats) from the stage before, which the process's rank 0 receives and
+   the others copy (a barrier before, so that it has arrived, and after, so that rank 0 changes it
+   only once all have it). */
+static void pf__rank_stage_receive(pf__rank *r, size_t count) {
+    pf__group *g = r->group;
+    if (r->index == 0) pf__mpi_stage_receive(r, r->x, count);
+    if (pf__barrier(g)) return;
+    if (r->index != 0) r->backend->upload(r, r->x, g->ranks[0].x, count * sizeof(float)); /* CPU ranks: host memory */
+    pf__barrier(g);
+}
+
+/* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. With
+   pipeline stages, a stage after the first starts from the stage before's x instead of the
+   embedding, and one before the last sends its x on (the ranks of a stage hold the same x). */
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
-    pf__rank_embed(r, s, t);
-    if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
+    int staged = r->group->stages > 1;
+    if (staged && r->group->stage > 0) {
+        pf__rank_stage_receive(r, N * d);
+    } else {
+        pf__rank_embed(r, s, t);
+        if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
+    }
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
     pf__residual residual = {0, NULL};
     for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) {
@@ -628,6 +654,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
         else pf__rank_block(r, s, t, l, &shape, &residual);
     }
     if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
+    if (staged && !pf__rank_last_stage(r) && r->index == 0 && !pf__rank_failed(r)) pf__mpi_stage_send(r, r->x, N * d);
 }
 
 /* x = the tower's final norm of x, where it has one (pre-norm towers). */
@@ -684,7 +711,7 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
     size_t d = (size_t)r->group->model->config.hidden_size;
     size_t rows = job->all_positions ? (size_t)s->batch * s->seq_len : (size_t)s->batch;
     pf__rank_tower(r, s, &t);
-    if (pf__rank_failed(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
+    if (pf__rank_failed(r) || !pf__rank_last_stage(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
     /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
     const float *wanted = r->x;
     if (!job->all_positions && s->seq_len > 1) {
@@ -755,7 +782,7 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (job->hidden) { /* pf_encode on a decoder, or an encoder-decoder's head on its decoder's states */
         pf__tower t = pf__tower_of(r, 0);
         pf__rank_tower(r, s, &t);
-        if (pf__rank_failed(r)) return;
+        if (pf__rank_failed(r) || !pf__rank_last_stage(r)) return;
         if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) pf__rank_encoder_outputs(r, job, &t);
         else pf__rank_decoder_encoding(r, job, &t);
         return;
@@ -763,7 +790,7 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     /* h = final norm(x) for the rows wanted (or x itself); then the vocabulary logits */
     const pf__backend *be = r->backend;
     if (!be->run_decoder_step || !be->run_decoder_step(r, job, pf__rank_decoder_hidden)) pf__rank_decoder_hidden(r, job);
-    if (pf__rank_failed(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return;
+    if (pf__rank_failed(r) || !pf__rank_last_stage(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return;
     pf__rank_vocab_logits(r, job, pf__rank_decoder_rows(r, job), job->all_positions ? N : (size_t)s->batch, d);
 }
 
@@ -806,7 +833,7 @@ static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *
 PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job) {
     size_t vocab = (size_t)r->group->model->config.vocab_size, rows = (size_t)job->step.batch;
     size_t mine = r->weights ? r->weights[PF__SLOT_LM_HEAD].rows : 0;
-    if (!mine) return; /* more ranks than vocabulary rows */
+    if (!mine || !pf__rank_last_stage(r)) return; /* more ranks than vocabulary rows; a stage without the head */
     if (rows > r->group->logit_rows) {
         pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "the logits of %zu rows are no longer on the ranks", rows);
         return;
@@ -947,7 +974,8 @@ PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job) {
     size_t kv_width = pf__rank_cache_width(r), self_size = pf__dtype_size(r->cache_dtype);
     size_t row = (size_t)g->cache_len * kv_width, layer = pf__rank_cache_layer(r); /* in elements */
     size_t used = (size_t)job->step.past * kv_width, cross = (size_t)job->step.cross_len * kv_width;
-    int decoder_blocks = c->num_layers - pf__encoder_blocks(c);
+    int decoder_blocks = g->stages > 1 ? g->stage_end_layer - g->stage_first_layer /* a stage's caches */
+                                       : c->num_layers - pf__encoder_blocks(c);
     const int *dst = job->reorder_dst, *src = job->reorder_src;
     int n = job->reorder_count;
     if (!kv_width) return;

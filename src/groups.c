@@ -75,6 +75,8 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                      : o->kv_cache_dtype == PF_DTYPE_BF16  ? PF__DTYPE_BF16
                                                            : PF__DTYPE_F32;
     g->num_ranks = g->world_ranks = num_ranks;
+    g->stages = 1;
+    g->stage_end_layer = c->num_layers;
     if (o->across_processes) {
         pf_result res = pf__mpi_group_begin(g, pf__error_buffer(m), PF__MESSAGE_SIZE);
         if (res) {
@@ -173,6 +175,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
         pf__group_destroy(g);
         return res;
     }
+    if (g->mpi) pf__mpi_group_ready(g);
     if (g->progress) g->progress(g->progress_user, g->progress_total, g->progress_total);
     pf__log_memory_table(m, o->verbose ? PF_LOG_INFO : PF_LOG_DEBUG);
     if (g->world_ranks > c->num_kv_heads)

@@ -1972,6 +1972,10 @@ struct pf__group {
        on. Across processes (MPI builds, across_processes) process p holds p x num_ranks on; in
        one process the world is its ranks. */
     int world_ranks, first_rank;
+    /* Pipeline stages (pipeline_stages, across processes): the world above is this process's
+       stage's ranks (tensor parallel), which hold decoder layers [stage_first_layer,
+       stage_end_layer) of the model; stage `stage` of `stages`. One stage: 0, all the layers. */
+    int stages, stage, stage_first_layer, stage_end_layer;
     struct pf__mpi *mpi;  /* the processes' communicator and exchanges (src/mpi.c); NULL in one process */
     size_t *lm_rows;      /* [world_ranks]: the vocabulary rows of each rank's LM head (known after setup) */
     int threads_started;
@@ -2078,6 +2082,12 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g);
 PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok);
 PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count);
 PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size);
+PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size);
+PF_PRIVATE void pf__mpi_group_ready(pf__group *g);
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count);
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count);
+PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
+                                       char *error, size_t error_size);
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
                                             size_t stride_bytes, char *error, size_t error_size);
 

@@ -15,12 +15,73 @@
    DATA, and as one process's messages to another arrive in order, every process waiting on it
    sees END, fails its own ranks, and ends the job too. Each process then receives every other's
    END (draining DATA sent before it), so no message outlives the job, and all of them return the
-   same error: the first failing process's. Between jobs, after all agreed, outputs are broadcast. */
+   same error: the first failing process's. Between jobs, after all agreed, outputs are broadcast.
+
+   With process_0_drives, process 0 alone makes the calls: before each job it sends every other
+   process a CALL (the job's kind, sizes and input arrays), and they, in pf_follow, run that job as
+   if their program had made the call, into output arrays of their own. The host code around the
+   jobs (sampling, beams, batching, tokenizing, callbacks) runs on process 0 alone, which is why the
+   job, not the public call, is what is sent: a stream callback's or a sampler's decision is made
+   once, and every entry that runs the ranks works without a message of its own. QUIT (a CALL of
+   kind PF__JOB_QUIT) ends following when process 0's group ends. */
+
+#ifdef PF_TESTING
+/* Test hook: nonzero makes a follower's next step fail before its ranks start (as when it has no
+   memory for the step's outputs); reset once used. */
+int pf_testing_follower_refuses = 0;
+#endif
 
 #ifdef PF_MPI
 #include <mpi.h>
 
-enum { PF__TAG_DATA = 1, PF__TAG_END = 2 };
+enum { PF__TAG_DATA = 1, PF__TAG_END = 2, PF__TAG_CALL = 3 };
+
+/* A job as process 0 sends it to its followers (process_0_drives): the kind and sizes, which of
+   the job's host arrays it has (present: a bit each, inputs then outputs), then the input arrays
+   in PF__CALL_INPUTS's order, each from an 8-byte boundary. Outputs are not sent: a follower
+   writes its ranks' share of them into room of its own. */
+typedef struct pf__mpi_call {
+    int kind; /* pf__job_kind; PF__JOB_QUIT: process 0's group ended */
+    int batch, seq_len, past, cross_len;
+    int all_positions, encoder_pass, reorder_count, reorder_cross;
+    int check_device_choices; /* test builds: process 0's pf_testing_check_device_choices */
+    unsigned present;
+    uint64_t candidates_per_row;
+} pf__mpi_call;
+
+#define PF__CALL_INPUTS(X)                                                                                           \
+    X(0, step.ids, const int32_t *) X(1, step.inv_freq, const float *) X(2, step.pad, const int *)                    \
+    X(3, step.type_ids, const int32_t *) X(4, step.cross_pad, const int *) X(5, step.features, const float *)         \
+    X(6, step.patches, const float *) X(7, step.cache_rows, const int *) X(8, pool_at, const int *)                   \
+    X(9, reorder_dst, const int *) X(10, reorder_src, const int *)
+#define PF__CALL_NUM_INPUTS 11
+#define PF__CALL_OUTPUT_FIELDS(X)                                                                                    \
+    X(0, logits, float *) X(1, hidden, float *) X(2, pooled, float *) X(3, embeds, float *) X(4, tokens, int32_t *)   \
+    X(5, candidates, pf__choice *)
+#define PF__CALL_OUTPUTS 6
+
+/* The bytes of each host array of a call's job: the inputs exactly, the outputs at most (what any
+   head's ranks may write for those sizes). */
+static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[PF__CALL_NUM_INPUTS],
+                           size_t out[PF__CALL_OUTPUTS]) {
+    const pf_model *m = g->model;
+    const pf__config *cf = &m->config;
+    size_t B = (size_t)c->batch, S = (size_t)c->seq_len, N = B * S, rows = N > B ? N : B, d = (size_t)cf->hidden_size;
+    size_t prefix = 1 + (size_t)cf->distillation, patches = S > prefix ? S - prefix : 0;
+    size_t i4 = sizeof(int32_t), f = sizeof(float), count = (size_t)c->reorder_count;
+    size_t widest = (size_t)cf->vocab_size;
+    if ((size_t)cf->num_labels > widest) widest = (size_t)cf->num_labels;
+    if (widest < 2) widest = 2;
+    size_t sizes_in[PF__CALL_NUM_INPUTS] = {N * i4, pf__rope_floats(cf) * f, B * sizeof(int), N * i4, B * sizeof(int),
+                                            N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
+                                            B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int)};
+    size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
+                                          rows * i4, (size_t)g->world_ranks * rows * c->candidates_per_row * sizeof(pf__choice)};
+    memcpy(in, sizes_in, sizeof sizes_in);
+    memcpy(out, sizes_out, sizeof sizes_out);
+}
+
+#define PF__ALIGN8(n) (((n) + 7) & ~(size_t)7)
 
 /* A process's last message of a job. */
 typedef struct pf__mpi_verdict {
@@ -41,6 +102,16 @@ struct pf__mpi {
     int peer_failed;              /* this process failed because another did */
     char *drain;                  /* room for DATA that arrives after a failure */
     size_t drain_bytes;
+    int stage_processes;          /* processes in each pipeline stage (all of them with one stage) */
+    int stage_first_process;      /* this process's stage's first */
+    int last_stage_first_process; /* the last stage's first: the outputs' roots */
+    int process_0_drives;         /* asked (every process alike) */
+    int driven;                   /* process_0_drives, once the group is set up: CALLs flow */
+    int following;                /* a follower inside pf_follow */
+    char *call;                   /* the last CALL sent or received */
+    size_t call_bytes;
+    void *outputs[PF__CALL_OUTPUTS]; /* a follower's room for a job's host outputs */
+    size_t output_bytes[PF__CALL_OUTPUTS];
 };
 
 /* An MPI call's failure as a message; 0 when it succeeded. */
@@ -76,7 +147,9 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
     MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN); /* a failed call is an error, not an abort */
     MPI_Comm_rank(p->comm, &p->process);
     MPI_Comm_size(p->comm, &p->processes);
-    int *counts = (int *)calloc((size_t)p->processes, sizeof(int));
+    p->process_0_drives = g->options.process_0_drives != 0;
+    int stages = g->options.pipeline_stages > 1 ? g->options.pipeline_stages : 1;
+    int *counts = (int *)calloc((size_t)p->processes * 3, sizeof(int));
     p->requests = (MPI_Request *)calloc((size_t)p->processes * g->num_ranks, sizeof *p->requests);
     p->verdicts = (pf__mpi_verdict *)calloc((size_t)p->processes, sizeof *p->verdicts);
     p->ended = (unsigned char *)calloc((size_t)p->processes, 1);
@@ -84,19 +157,42 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
         free(counts);
         return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
-    pf_result res = pf__mpi_failed(MPI_Allgather(&g->num_ranks, 1, MPI_INT, counts, 1, MPI_INT, p->comm), error,
-                                   error_size, "MPI_Allgather")
+    int mine[3] = {g->num_ranks, p->process_0_drives, stages};
+    pf_result res = pf__mpi_failed(MPI_Allgather(mine, 3, MPI_INT, counts, 3, MPI_INT, p->comm), error, error_size,
+                                   "MPI_Allgather")
                         ? PF_ERROR_DEVICE
                         : PF_OK;
     for (int q = 0; !res && q < p->processes; q++)
-        if (counts[q] != g->num_ranks)
+        if (counts[3 * q] != g->num_ranks)
             res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
                              "across_processes: process %d asks for %d ranks and process %d for %d: every process "
-                             "holds the same number", q, counts[q], p->process, g->num_ranks);
+                             "holds the same number", q, counts[3 * q], p->process, g->num_ranks);
+        else if (counts[3 * q + 1] != p->process_0_drives)
+            res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                             "across_processes: process %d sets process_0_drives %d and process %d %d: every "
+                             "process sets it alike", q, counts[3 * q + 1], p->process, p->process_0_drives);
+        else if (counts[3 * q + 2] != stages)
+            res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                             "across_processes: process %d asks for %d pipeline stages and process %d for %d: every "
+                             "process asks alike", q, counts[3 * q + 2], p->process, stages);
+    if (!res && p->processes % stages)
+        res = pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                         "pipeline_stages %d does not divide the %d processes (every stage has as many)", stages,
+                         p->processes);
     free(counts);
     if (res) return res;
-    g->world_ranks = p->processes * g->num_ranks;
-    g->first_rank = p->process * g->num_ranks;
+    /* stage s: processes s x stage_processes on, layers s x layers / stages on; its ranks are the
+       world of the collectives */
+    int layers = g->model->config.num_layers;
+    p->stage_processes = p->processes / stages;
+    g->stages = stages;
+    g->stage = p->process / p->stage_processes;
+    g->stage_first_layer = (int)((long long)g->stage * layers / stages);
+    g->stage_end_layer = (int)((long long)(g->stage + 1) * layers / stages);
+    p->stage_first_process = g->stage * p->stage_processes;
+    p->last_stage_first_process = (stages - 1) * p->stage_processes;
+    g->world_ranks = p->stage_processes * g->num_ranks;
+    g->first_rank = (p->process - p->stage_first_process) * g->num_ranks;
     p->world_in = (const float **)calloc((size_t)g->world_ranks, sizeof *p->world_in);
     if (!p->world_in) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     return PF_OK;
@@ -107,7 +203,15 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
     if (!p) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (!finalized && p->driven && p->process == 0) { /* the followers stop following */
+        pf__mpi_call quit;
+        memset(&quit, 0, sizeof quit);
+        quit.kind = PF__JOB_QUIT;
+        for (int q = 1; q < p->processes; q++) MPI_Send(&quit, (int)sizeof quit, MPI_BYTE, q, PF__TAG_CALL, p->comm);
+    }
     if (!finalized) MPI_Comm_free(&p->comm);
+    free(p->call);
+    for (int i = 0; i < PF__CALL_OUTPUTS; i++) free(p->outputs[i]);
     free(p->gathered);
     free(p->world_in);
     free(p->requests);
@@ -147,6 +251,16 @@ static int pf__mpi_receive_end(struct pf__mpi *p, int q) {
     return MPI_Recv(&p->verdicts[q], (int)sizeof p->verdicts[q], MPI_BYTE, q, PF__TAG_END, p->comm, MPI_STATUS_IGNORE);
 }
 
+/* A process that ends the job for another's reason (process q's END, received while this one
+   waited for its data): the leader fails with q's verdict. */
+static void pf__mpi_fail_from(pf__rank *leader, struct pf__mpi *p, int q, const char *waiting) {
+    const pf__mpi_verdict *v = &p->verdicts[q];
+    p->peer_failed = 1;
+    if (v->code) pf__rank_fail(leader, (pf_result)v->code, "process %d failed: %s", q, v->message);
+    else pf__rank_fail(leader, PF_ERROR_DEVICE, "process %d ended the job while this one waits %s: the processes ran "
+                       "different requests", q, waiting);
+}
+
 /* On the leader (the process's rank 0), while the others wait in a barrier: sends the process's
    ranks' buffers (local[num_ranks], count floats each) to every other process and receives theirs.
    Returns every rank's buffer in world rank order, or NULL with the leader failed: another process
@@ -169,13 +283,14 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
         p->gathered = grown;
         p->gathered_floats = need;
     }
+    int first = p->stage_first_process, end = first + p->stage_processes; /* this stage's processes */
     for (int k = 0; k < L; k++) p->world_in[g->first_rank + k] = local[k];
-    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
+    for (int q = first; q < end && status == MPI_SUCCESS; q++)
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++)
             status = MPI_Isend(local[k], (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, &p->requests[sends++]);
     /* every process that reached this exchange sent its buffers before waiting for ours; one that
        did not will send END: so these receives end */
-    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++) {
+    for (int q = first; q < end && status == MPI_SUCCESS; q++) {
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
             MPI_Status probed;
             status = pf__mpi_probe(p, q, &probed);
@@ -194,9 +309,10 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
                 count_differs = 1;
                 break;
             }
-            float *into = p->gathered + (size_t)(q * L + k) * count;
+            int world = (q - first) * L + k;
+            float *into = p->gathered + (size_t)world * count;
             status = MPI_Recv(into, (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
-            p->world_in[q * L + k] = into;
+            p->world_in[world] = into;
         }
     }
     int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
@@ -209,14 +325,55 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
         return NULL;
     }
     if (ended >= 0) {
-        const pf__mpi_verdict *v = &p->verdicts[ended];
-        p->peer_failed = 1;
-        if (v->code) pf__rank_fail(leader, (pf_result)v->code, "process %d failed: %s", ended, v->message);
-        else pf__rank_fail(leader, PF_ERROR_DEVICE, "process %d ended the job while this one waits in an all-reduce: "
-                           "the processes ran different requests", ended);
+        pf__mpi_fail_from(leader, p, ended, "in an all-reduce");
         return NULL;
     }
     return p->world_in;
+}
+
+/* Pipeline stages, on the leader (the process's rank 0): the hidden state x (count floats) to the
+   process at this one's place in the next stage. A blocking send: that process waits for it (or,
+   failed, drains it at the job's end). */
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
+    struct pf__mpi *p = leader->group->mpi;
+    char message[PF__MESSAGE_SIZE];
+    if (count > INT_MAX) {
+        pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: a hidden state of %zu floats exceeds one message", count);
+        return;
+    }
+    int status = MPI_Send(x, (int)count, MPI_FLOAT, p->process + p->stage_processes, PF__TAG_DATA, p->comm);
+    if (pf__mpi_failed(status, message, sizeof message, "sending the hidden state to the next stage"))
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
+}
+
+/* Pipeline stages, on the leader: the hidden state x (count floats) from the process at this one's
+   place in the stage before; the leader fails when that process ended the job instead (its
+   verdict), sent another size (different requests) or MPI failed. */
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
+    struct pf__mpi *p = leader->group->mpi;
+    int from = p->process - p->stage_processes, sent = 0;
+    char message[PF__MESSAGE_SIZE];
+    MPI_Status probed;
+    int status = pf__mpi_probe(p, from, &probed);
+    if (status == MPI_SUCCESS && probed.MPI_TAG == PF__TAG_END) {
+        status = pf__mpi_receive_end(p, from);
+        if (status == MPI_SUCCESS) {
+            pf__mpi_fail_from(leader, p, from, "for its hidden state");
+            return;
+        }
+    }
+    if (status == MPI_SUCCESS) {
+        MPI_Get_count(&probed, MPI_FLOAT, &sent);
+        if (sent != (int)count) { /* its DATA stays queued: the job's end drains it */
+            pf__rank_fail(leader, PF_ERROR_INVALID_ARGUMENT, "process %d sends a hidden state of %d floats where this "
+                          "one expects %zu: every process must make the same calls with the same arguments", from, sent,
+                          count);
+            return;
+        }
+        status = MPI_Recv(x, (int)count, MPI_FLOAT, from, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+    }
+    if (pf__mpi_failed(status, message, sizeof message, "receiving the hidden state from the stage before"))
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
 }
 
 /* Receives what process q sent before its END (DATA of exchanges this process left), then END. */
@@ -284,7 +441,7 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
     if (!rows || !row_bytes) return PF_OK;
     if (row_bytes > INT_MAX || stride_bytes > INT_MAX)
         return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: rows of %zu bytes exceed one message", row_bytes);
-    int root = root_rank / g->num_ranks;
+    int root = p->last_stage_first_process + root_rank / g->num_ranks; /* the outputs are the last stage's */
     for (size_t done = 0; done < rows;) { /* in pieces that an int counts */
         size_t n = rows - done;
         size_t most = (size_t)INT_MAX / (stride_bytes > row_bytes ? stride_bytes : row_bytes);
@@ -300,6 +457,191 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
         done += n;
     }
     return PF_OK;
+}
+
+/* Process 0 of a driven group: the job, sent to every follower before its ranks start it. */
+static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
+    struct pf__mpi *p = g->mpi;
+    pf__mpi_call c;
+    memset(&c, 0, sizeof c);
+    c.kind = (int)kind;
+#ifdef PF_TESTING
+    c.check_device_choices = pf_testing_check_device_choices;
+#endif
+    if (job) {
+        c.batch = job->step.batch, c.seq_len = job->step.seq_len, c.past = job->step.past, c.cross_len = job->step.cross_len;
+        c.all_positions = job->all_positions, c.encoder_pass = job->encoder_pass;
+        c.reorder_count = job->reorder_count, c.reorder_cross = job->reorder_cross;
+        c.candidates_per_row = job->candidates_per_row;
+#define PF__PRESENT(i, field, type) if (job->field) c.present |= 1u << (i);
+        PF__CALL_INPUTS(PF__PRESENT)
+#undef PF__PRESENT
+#define PF__PRESENT(i, field, type) if (job->field) c.present |= 1u << (PF__CALL_NUM_INPUTS + (i));
+        PF__CALL_OUTPUT_FIELDS(PF__PRESENT)
+#undef PF__PRESENT
+    }
+    size_t in[PF__CALL_NUM_INPUTS], out[PF__CALL_OUTPUTS], total = PF__ALIGN8(sizeof c);
+    pf__call_sizes(g, &c, in, out);
+    for (int i = 0; i < PF__CALL_NUM_INPUTS; i++)
+        if (c.present >> i & 1) total += PF__ALIGN8(in[i]);
+    if (total > INT_MAX)
+        return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: a step's inputs of %zu bytes exceed one message",
+                          total);
+    if (total > p->call_bytes) {
+        char *grown = (char *)realloc(p->call, total);
+        if (!grown) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        p->call = grown;
+        p->call_bytes = total;
+    }
+    memcpy(p->call, &c, sizeof c);
+    size_t at = PF__ALIGN8(sizeof c);
+#define PF__PACK(i, field, type)                                                                                     \
+    if (c.present >> (i) & 1) {                                                                                      \
+        memcpy(p->call + at, job->field, in[i]);                                                                     \
+        at += PF__ALIGN8(in[i]);                                                                                     \
+    }
+    if (job) PF__CALL_INPUTS(PF__PACK)
+#undef PF__PACK
+    int sends = 0, status = MPI_SUCCESS;
+    for (int q = 1; q < p->processes && status == MPI_SUCCESS; q++)
+        status = MPI_Isend(p->call, (int)total, MPI_BYTE, q, PF__TAG_CALL, p->comm, &p->requests[sends++]);
+    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    if (status == MPI_SUCCESS) status = waited;
+    return pf__mpi_failed(status, error, error_size, "sending a step to the followers") ? PF_ERROR_DEVICE : PF_OK;
+}
+
+/* Before a job of a group across processes: process 0 of a driven group sends it to the followers;
+   a follower outside pf_follow is refused (its job would wait for partners that run none). */
+PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
+    struct pf__mpi *p = g->mpi;
+    if (!p->driven) return PF_OK;
+    if (p->process == 0) return pf__mpi_send_call(g, kind, job, error, error_size);
+    if (!p->following)
+        return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                          "process %d follows process 0 (process_0_drives): it runs process 0's requests in "
+                          "pf_follow and makes none of its own", p->process);
+    return PF_OK;
+}
+
+/* The end of pf__group_create: a driven group's CALLs flow from now on (its setup ran SPMD). */
+PF_PRIVATE void pf__mpi_group_ready(pf__group *g) { g->mpi->driven = g->mpi->process_0_drives; }
+
+/* Waits for a CALL from process 0 on any of the groups (those not yet ended); returns which, or -1
+   with the MPI status in *status. Spins briefly, then naps longer and longer up to a millisecond:
+   a follower of an idle server waits for hours. */
+static int pf__mpi_await_call(pf__group *const *groups, const unsigned char *ended, int n, int *status) {
+    long nap_ns = 20000;
+    for (int spins = 0;; spins++) {
+        for (int i = 0; i < n; i++) {
+            int found = 0;
+            if (ended[i]) continue;
+            *status = MPI_Iprobe(0, PF__TAG_CALL, groups[i]->mpi->comm, &found, MPI_STATUS_IGNORE);
+            if (*status != MPI_SUCCESS) return -1;
+            if (found) return i;
+        }
+        if (spins >= 100) {
+            struct timespec nap = {0, nap_ns};
+            nanosleep(&nap, NULL);
+            if (nap_ns < 1000000) nap_ns += nap_ns / 4;
+        }
+    }
+}
+
+/* pf_follow's wait on the groups of a model (one, or a dual model's two towers'): the next job
+   process 0 sends, *which its group (which runs it with its follower's room for outputs), or
+   *which -1 once every group got QUIT (ended[] notes those that did). An error when MPI fails. */
+PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
+                                       char *error, size_t error_size) {
+    *which = -1;
+    for (int i = 0; i < n; i++) {
+        struct pf__mpi *p = groups[i] ? groups[i]->mpi : NULL;
+        if (!p || !p->process_0_drives)
+            return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                              "pf_follow: the model is not split across processes with process_0_drives");
+        if (p->process == 0)
+            return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
+                              "pf_follow: process 0 drives (it makes the calls); the other processes follow");
+        p->following = 0; /* the last job ended */
+    }
+    for (;;) {
+        int active = 0;
+        for (int i = 0; i < n; i++) active += !ended[i];
+        if (!active) return PF_OK;
+        int status = MPI_SUCCESS, i = pf__mpi_await_call(groups, ended, n, &status);
+        if (i < 0) {
+            pf__mpi_failed(status, error, error_size, "waiting for process 0's next step");
+            return PF_ERROR_DEVICE;
+        }
+        pf__group *g = groups[i];
+        struct pf__mpi *p = g->mpi;
+        MPI_Status probed;
+        int bytes = 0;
+        status = MPI_Probe(0, PF__TAG_CALL, p->comm, &probed);
+        if (status == MPI_SUCCESS) status = MPI_Get_count(&probed, MPI_BYTE, &bytes);
+        if (status == MPI_SUCCESS && (size_t)bytes > p->call_bytes) {
+            char *grown = (char *)realloc(p->call, (size_t)bytes);
+            if (!grown) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory for process 0's step");
+            p->call = grown;
+            p->call_bytes = (size_t)bytes;
+        }
+        if (status == MPI_SUCCESS) status = MPI_Recv(p->call, bytes, MPI_BYTE, 0, PF__TAG_CALL, p->comm, MPI_STATUS_IGNORE);
+        if (pf__mpi_failed(status, error, error_size, "receiving process 0's step")) return PF_ERROR_DEVICE;
+        pf__mpi_call c;
+        if ((size_t)bytes < sizeof c)
+            return pf__format(error, error_size, PF_ERROR_DEVICE, "MPI: process 0 sent a step of %d bytes", bytes);
+        memcpy(&c, p->call, sizeof c);
+        if (c.kind == PF__JOB_QUIT) {
+            ended[i] = 1;
+            continue;
+        }
+        size_t in[PF__CALL_NUM_INPUTS], out[PF__CALL_OUTPUTS], at = PF__ALIGN8(sizeof c);
+        pf__call_sizes(g, &c, in, out);
+        memset(job, 0, sizeof *job);
+        job->kind = (pf__job_kind)c.kind;
+        job->step.batch = c.batch, job->step.seq_len = c.seq_len, job->step.past = c.past, job->step.cross_len = c.cross_len;
+        job->all_positions = c.all_positions, job->encoder_pass = c.encoder_pass;
+        job->reorder_count = c.reorder_count, job->reorder_cross = c.reorder_cross;
+        job->candidates_per_row = (size_t)c.candidates_per_row;
+        /* a step this process cannot take part in still ends with it: its END fails the request on
+           every process (instead of leaving them waiting for its data), and following goes on */
+        pf_result local = PF_OK;
+        const char *why = "";
+#ifdef PF_TESTING
+        if (pf_testing_follower_refuses)
+            pf_testing_follower_refuses = 0, local = PF_ERROR_OUT_OF_MEMORY, why = "injected follower failure (test)";
+#endif
+#define PF__UNPACK(i, field, type)                                                                                   \
+    if (!local && (c.present >> (i) & 1)) {                                                                          \
+        if (at + in[i] > (size_t)bytes) local = PF_ERROR_DEVICE, why = "process 0's step is shorter than its sizes";  \
+        else job->field = (type)(void *)(p->call + at);                                                              \
+        at += PF__ALIGN8(in[i]);                                                                                     \
+    }
+        PF__CALL_INPUTS(PF__UNPACK)
+#undef PF__UNPACK
+#define PF__ROOM(i, field, type)                                                                                     \
+    if (!local && (c.present >> (PF__CALL_NUM_INPUTS + (i)) & 1)) {                                                  \
+        if (out[i] > p->output_bytes[i]) {                                                                           \
+            void *grown = realloc(p->outputs[i], out[i]);                                                            \
+            if (grown) p->outputs[i] = grown, p->output_bytes[i] = out[i];                                           \
+            else local = PF_ERROR_OUT_OF_MEMORY, why = "out of host memory for a step's outputs";                    \
+        }                                                                                                            \
+        job->field = (type)p->outputs[i];                                                                            \
+    }
+        PF__CALL_OUTPUT_FIELDS(PF__ROOM)
+#undef PF__ROOM
+        if (local) {
+            char message[PF__MESSAGE_SIZE];
+            snprintf(message, sizeof message, "%s", why);
+            pf__mpi_end_job(g, local, message, sizeof message);
+            continue;
+        }
+#ifdef PF_TESTING
+        pf_testing_check_device_choices = c.check_device_choices;
+#endif
+        p->following = 1;
+        *which = i;
+        return PF_OK;
+    }
 }
 
 #else /* one process: pf_parallelize refuses across_processes, and nothing else is reached */
@@ -327,5 +669,24 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
                                             size_t stride_bytes, char *error, size_t error_size) {
     (void)g, (void)root_rank, (void)first, (void)rows, (void)row_bytes, (void)stride_bytes;
     return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
+    (void)g, (void)kind, (void)job, (void)error, (void)error_size;
+    return PF_OK;
+}
+PF_PRIVATE void pf__mpi_group_ready(pf__group *g) { (void)g; }
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
+    (void)x, (void)count;
+    pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
+    (void)x, (void)count;
+    pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
+                                       char *error, size_t error_size) {
+    (void)groups, (void)n, (void)ended, (void)job;
+    *which = -1;
+    return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "pf_follow: this build has no MPI (build with make MPI=1)");
 }
 #endif

@@ -90,6 +90,18 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (backend->cache_in_weight_dtype && o.kv_cache_dtype != PF_DTYPE_AUTO && dtypes[o.kv_cache_dtype] != dtype)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "kv_cache_dtype: the %s backend keeps keys and values in the weights' dtype",
                         backend->name);
+    if (o.pipeline_stages < 0 || o.pipeline_stages > PF__MAX_RANKS)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d is not in 0..%d", o.pipeline_stages, PF__MAX_RANKS);
+    if (o.pipeline_stages > 1 && !o.across_processes)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d splits the layers over processes: it needs "
+                        "across_processes", o.pipeline_stages);
+    if (o.pipeline_stages > 1 && (pf__archs[c->arch].kind != PF__KIND_DECODER || m->towers[0]))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pipeline_stages: model_type \"%s\" is not a decoder (stages split a "
+                        "decoder's layers; encoders and encoder-decoders run tensor parallel across processes)",
+                        c->model_type);
+    if (o.pipeline_stages > c->num_layers)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d exceeds the model's %d layers", o.pipeline_stages,
+                        c->num_layers);
     if (o.across_processes && backend != &pf__cpu_backend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "across_processes runs CPU ranks only (ranks on the %s backend across "
                         "processes are not implemented): set device PF_DEVICE_CPU", backend->name);
@@ -181,6 +193,23 @@ pf_result pf_to_cpu(pf_model *m) {
     for (int k = 0; k < 2 && !r && m->towers[k]; k++)
         if ((r = pf__to_cpu_locked(m->towers[k]))) r = pf__fail_from(m, r, m->towers[k]);
     if (!r && !m->towers[0]) r = pf__to_cpu_locked(m);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_follow(pf_model *m) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_follow");
+    if (r) return r;
+    pf__group *groups[2] = {m->towers[0] ? m->towers[0]->group : m->group, m->towers[1] ? m->towers[1]->group : NULL};
+    unsigned char ended[2] = {0, 0};
+    for (;;) {
+        int which = -1;
+        pf__job job;
+        r = pf__mpi_next_call(groups, groups[1] ? 2 : 1, ended, &which, &job, pf__error_buffer(m), PF__MESSAGE_SIZE);
+        if (r || which < 0) break;
+        pf__group_run(groups[which], job.kind, &job); /* its result is process 0's to report */
+    }
     pf__request_unlock(m);
     return r;
 }

@@ -77,6 +77,11 @@ static pf_result pf__group_share_outputs(pf__group *g, const pf__job *job, char 
    model's message. Across processes, every process returns the same result (the first failing
    process's error) and, on success, the same outputs. */
 PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__job *job) {
+    if (g->mpi) { /* process 0 of a driven group sends the job to its followers first */
+        char message[PF__MESSAGE_SIZE];
+        pf_result sent = pf__mpi_begin_job(g, kind, job, message, sizeof message);
+        if (sent) return pf__format(pf__error_buffer(g->model), PF__MESSAGE_SIZE, sent, "%s", message);
+    }
     pthread_mutex_lock(&g->mutex);
     if (job) g->job = *job;
     g->job.kind = kind;

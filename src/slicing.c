@@ -558,6 +558,10 @@ static void pf__rank_slice_weights(pf__rank *r) {
     for (size_t i = 0; i < num_slots && !r->error; i++) {
         pf__slot slot = (pf__slot)(i < PF__SLOT_FIRST_LAYER ? i : PF__SLOT_FIRST_LAYER + (i - PF__SLOT_FIRST_LAYER) % PF__LAYER_SLOTS);
         size_t layer_base = i - (size_t)slot;
+        if (i >= PF__SLOT_FIRST_LAYER) { /* pipeline stages: the layers of this rank's stage alone */
+            int layer = (int)((i - PF__SLOT_FIRST_LAYER) / PF__LAYER_SLOTS);
+            if (layer < g->stage_first_layer || layer >= g->stage_end_layer) continue;
+        }
         const struct pf__stack *stack = NULL;
         for (size_t k = 0; k < pf__stacks_count; k++)
             if (pf__stacks[k].target == slot) stack = &pf__stacks[k];
@@ -712,8 +716,10 @@ static void pf__rank_alloc_caches(pf__rank *r) {
     size_t self_layer = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype);
     size_t cross_layer = pf__rank_cache_layer(r) * sizeof(float);
     r->allocating = PF__MEM_CACHE;
-    r->k_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer);
-    if (!c->kv_lora_rank) r->v_cache = pf__rank_alloc(r, (size_t)pf__cache_layers(c) * self_layer); /* latents: one cache */
+    size_t layers = g->stages > 1 ? (size_t)(g->stage_end_layer - g->stage_first_layer) /* a stage's own */
+                                  : (size_t)pf__cache_layers(c);
+    r->k_cache = pf__rank_alloc(r, layers * self_layer);
+    if (!c->kv_lora_rank) r->v_cache = pf__rank_alloc(r, layers * self_layer); /* latents: one cache */
     if (a->kind == PF__KIND_SEQ2SEQ && c->num_layers > c->encoder_layers) {
         r->cross_k = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);
         r->cross_v = (float *)pf__rank_alloc(r, (size_t)(c->num_layers - c->encoder_layers) * cross_layer);

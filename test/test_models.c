@@ -295,6 +295,10 @@ static void test_cpu_kv_cache_dtypes(void) {
         CHECK_MSG((across == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(f.model), "MPI=1")) ||
                       (across == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(f.model), "MPI_Init_thread")),
                   "across_processes without MPI gives %d: %s", (int)across, pf_error_message(f.model));
+        pf_result follow = pf_follow(f.model); /* a follower's call: refused without a group across processes */
+        CHECK_MSG((follow == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(f.model), "MPI=1")) ||
+                      (follow == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(f.model), "process_0_drives")),
+                  "pf_follow without MPI gives %d: %s", (int)follow, pf_error_message(f.model));
         po.across_processes = 0;
         free(fp32_logits);
         fixture_close(&f);

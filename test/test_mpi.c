@@ -4,8 +4,12 @@
    the same bits (the all-reduce sums every rank's partial in world rank order either way), and
    transformers' outputs within the suite's tolerances. Then a rank failing in the last process
    must fail the request on every process, and the next request must succeed.
-     mpirun -np P build/mpi/test_mpi test/fixtures L
-     mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS   (test/test_mpi_kill.sh) */
+   With --driven the models across processes are split with process_0_drives: process 0 alone
+   makes the calls and compares, the others follow (pf_follow) each model in the same order. With
+   --stages S the processes form S pipeline stages (decoders: each stage its layers, tensor
+   parallel over its P / S x L ranks), compared with P / S x L ranks in one process.
+     mpirun -np P build/mpi/test_mpi test/fixtures L [--driven] [--stages S]
+     mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS [--driven]  (test/test_mpi_kill.sh) */
 #include <mpi.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -18,7 +22,8 @@
 
 #define TOLERANCE_HF 1e-4f /* fp32 outputs against transformers, as test_models.c and test_seq2seq.c */
 
-static int process, processes, local_ranks, world;
+static int process, processes, local_ranks, world, driven, stages = 1;
+static int tp_ranks; /* a stage's ranks: world / stages */
 
 /* The fixture split over the world (across) or over `world` ranks in this process alone. */
 static pf_model *load_split(const char *name, int across) {
@@ -35,7 +40,9 @@ static pf_model *load_split(const char *name, int across) {
     o.device = PF_DEVICE_CPU;
     o.max_batch = 16; /* the generation cases' prompts x beams */
     o.across_processes = across;
-    r = pf_parallelize(m, across ? local_ranks : world, &o);
+    o.process_0_drives = across && driven;
+    o.pipeline_stages = across ? stages : 0;
+    r = pf_parallelize(m, across ? local_ranks : tp_ranks, &o);
     CHECK_MSG(r == PF_OK, "%s: pf_parallelize (%s): %s", name, across ? "across processes" : "one process",
               pf_error_message(m));
     if (r) {
@@ -47,8 +54,8 @@ static pf_model *load_split(const char *name, int across) {
 
 static void check_same_bits(const char *what, const float *across, const float *alone, size_t n) {
     CHECK_MSG(memcmp(across, alone, n * sizeof(float)) == 0,
-              "%s: %d processes x %d ranks differ from %d ranks in one process (largest difference %g)", what, processes,
-              local_ranks, world, test_max_abs_diff(across, alone, n));
+              "%s: %d processes x %d ranks (%d stages) differ from %d ranks in one process (largest difference %g)", what,
+              processes, local_ranks, stages, tp_ranks, test_max_abs_diff(across, alone, n));
 }
 
 static void check_reference(const char *what, const char *name, const char *file, const float *got, size_t n) {
@@ -187,6 +194,120 @@ static void test_encoder_decoder(const char *name) {
     pf_free(alone);
 }
 
+/* A follower's side of load_split(name, 1) with --driven: the model split over the world, then
+   process 0's requests run until process 0 frees it. Before following, a call of its own is
+   refused (it would wait for partners that run none), and afterwards the model is freed as
+   process 0's was. */
+static void follow_fixture(const char *name) {
+    pf_model *m = load_split(name, 1);
+    if (!m) return;
+    pf_result r;
+    if (!strcmp(name, "gpt2-tiny")) { /* a decoder: pf_forward would run it */
+        int32_t ids[2] = {1, 2};
+        float *logits = (float *)malloc(2 * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+        r = pf_forward(m, ids, 1, 2, logits);
+        CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "pf_follow"),
+                  "process %d: a follower's own request gives %d, \"%s\"", process, (int)r, pf_error_message(m));
+        free(logits);
+    }
+    r = pf_follow(m);
+    CHECK_MSG(r == PF_OK, "process %d: pf_follow (%s): %s", process, name, pf_error_message(m));
+    pf_free(m);
+}
+
+/* --driven, process 0: pf_follow is the other processes' call. */
+static void test_driver_cannot_follow(void) {
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    pf_result r = pf_follow(m);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "process 0 drives"),
+              "pf_follow on process 0 gives %d, \"%s\"", (int)r, pf_error_message(m));
+    pf_free(m); /* the followers, following it, return */
+}
+
+/* --driven: the last follower cannot take part in process 0's first request (a step it fails to
+   set up), and the last world rank (a follower's) fails its fourth matmul of the second: each fails
+   on process 0 with the follower's message, none waits forever, and the next one succeeds. */
+static void test_driven_rank_failure(void) {
+    if (process) {
+        if (process == processes - 1)
+            pf_testing_follower_refuses = 1, pf_testing_fail_rank = world - 1, pf_testing_fail_countdown = 4;
+        follow_fixture("gpt2-tiny");
+        pf_testing_fail_rank = -1;
+        return;
+    }
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    int32_t ids[4] = {1, 2, 3, 4};
+    float *logits = (float *)malloc(4 * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+    pf_result r = pf_forward(m, ids, 1, 4, logits);
+    char want[64];
+    snprintf(want, sizeof want, "process %d: injected follower failure", processes - 1);
+    CHECK_MSG(r == PF_ERROR_OUT_OF_MEMORY && strstr(pf_error_message(m), want),
+              "a follower failing a step gives %d, \"%s\" (want \"%s\")", (int)r, pf_error_message(m), want);
+    r = pf_forward(m, ids, 1, 4, logits);
+    snprintf(want, sizeof want, "process %d: rank %d", processes - 1, world - 1);
+    CHECK_MSG(r == PF_ERROR_DEVICE && strstr(pf_error_message(m), want) && strstr(pf_error_message(m), "injected failure"),
+              "a follower's failing rank gives %d, \"%s\" (want \"%s ... injected failure\")", (int)r,
+              pf_error_message(m), want);
+    r = pf_forward(m, ids, 1, 4, logits);
+    CHECK_MSG(r == PF_OK, "the request after a follower's failure: %s", pf_error_message(m));
+    free(logits);
+    pf_free(m);
+}
+
+/* --stages: an encoder and an encoder-decoder refused with a message on every process that asks
+   (only decoders' layers split into stages), before any MPI. */
+static void test_stages_refused(void) {
+    const char *names[2] = {"bert", "t5-s2s"};
+    for (int i = 0; i < 2; i++) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/%s", test_fixtures, names[i]);
+        pf_model *m = NULL;
+        pf_result r = pf_load(dir, NULL, &m);
+        CHECK_MSG(r == PF_OK, "loading %s: %s", names[i], pf_error_message(m));
+        pf_parallel_options o = pf_parallel_options_init();
+        o.device = PF_DEVICE_CPU;
+        o.across_processes = 1;
+        o.pipeline_stages = stages;
+        if (!r) r = pf_parallelize(m, local_ranks, &o);
+        CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "not a decoder"),
+                  "%s in %d stages gives %d, \"%s\"", names[i], stages, (int)r, pf_error_message(m));
+        pf_free(m);
+    }
+}
+
+/* --stages, SPMD: the last process's last rank (in the last stage) fails a matmul: the request fails
+   on every process, the first stage's too, with its message; then the next request succeeds. And
+   processes that make different calls (different prompt lengths: the hidden states sent between
+   stages differ in size) fail with a message instead of waiting. */
+static void test_stage_failure(void) {
+    pf_model *m = load_split("gpt2-hub", 1);
+    if (!m) return;
+    int32_t ids[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float *logits = (float *)malloc(8 * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+    int last_tp = tp_ranks - 1; /* the failing rank's index in its stage */
+    for (int countdown = 1; countdown <= 4; countdown += 3) { /* gpt2-hub's last stage: 5 products or more */
+        if (process == processes - 1) pf_testing_fail_rank = last_tp, pf_testing_fail_countdown = countdown;
+        pf_result r = pf_forward(m, ids, 1, 4, logits);
+        pf_testing_fail_rank = -1;
+        char want[64];
+        snprintf(want, sizeof want, "process %d: rank %d", processes - 1, last_tp);
+        CHECK_MSG(r == PF_ERROR_DEVICE && strstr(pf_error_message(m), want) && strstr(pf_error_message(m), "injected failure"),
+                  "process %d: a failing rank in the last stage gives %d, \"%s\" (want \"%s ... injected failure\")",
+                  process, (int)r, pf_error_message(m), want);
+        r = pf_forward(m, ids, 1, 4, logits);
+        CHECK_MSG(r == PF_OK, "process %d: the request after a failure: %s", process, pf_error_message(m));
+    }
+    pf_result r = pf_forward(m, ids, 1, 3 + process, logits); /* every process a different length */
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "same calls"),
+              "process %d: different requests in stages give %d, \"%s\"", process, (int)r, pf_error_message(m));
+    r = pf_forward(m, ids, 1, 4, logits);
+    CHECK_MSG(r == PF_OK, "process %d: the request after different ones: %s", process, pf_error_message(m));
+    free(logits);
+    pf_free(m);
+}
+
 /* The last world rank fails a matmul: every process's request fails with its message, none waits
    forever, and the group serves the next request. */
 static void test_rank_failure(void) {
@@ -249,10 +370,9 @@ static void test_different_rank_counts(void) {
     pf_free(m);
 }
 
-/* test/test_mpi_kill.sh: a long generation loop; the last process kills itself after ms. */
+/* test/test_mpi_kill.sh: a long generation loop (--driven: on process 0, the others following);
+   the last process kills itself after ms. */
 static void run_until_killed(int ms) {
-    pf_model *m = load_split("gpt2-tiny", 1);
-    if (!m) return;
     if (process == processes - 1) {
         struct timespec wait = {ms / 1000, (long)(ms % 1000) * 1000000L};
         pid_t child = fork(); /* a helper that kills this process mid-request */
@@ -263,6 +383,12 @@ static void run_until_killed(int ms) {
             _exit(0);
         }
     }
+    if (driven && process) {
+        follow_fixture("gpt2-tiny");
+        return;
+    }
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
     int32_t prompt[2] = {1, 2}, out[64];
     pf_generate_options o = pf_generate_options_init();
     o.max_new_tokens = 48;
@@ -289,23 +415,65 @@ int main(int argc, char **argv) {
     test_fixtures = argv[1];
     local_ranks = atoi(argv[2]);
     world = processes * local_ranks;
-    if (argc >= 5 && !strcmp(argv[3], "--kill-after-ms")) {
-        run_until_killed(atoi(argv[4]));
+    int kill_after_ms = -1;
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--driven")) driven = 1;
+        else if (!strcmp(argv[i], "--stages") && i + 1 < argc) stages = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--kill-after-ms") && i + 1 < argc) kill_after_ms = atoi(argv[++i]);
+    }
+    tp_ranks = world / stages;
+    if (kill_after_ms >= 0) {
+        run_until_killed(kill_after_ms);
         MPI_Finalize();
         return 0;
     }
     test_register_fixture_policies();
-    test_decoder("gpt2-tiny", 1); /* with its generation cases: greedy, beams, sampling */
-    test_decoder("llama", 0);
-    test_decoder("qwen3", 0);
-    test_encoder("bert", "hidden.bin");
-    test_encoder("bert-mlm", NULL);
-    test_encoder("bert-cls", NULL);
-    test_encoder_decoder("bart-s2s");
-    test_encoder_decoder("t5-s2s");
-    test_rank_failure();
-    test_different_requests();
-    test_different_rank_counts();
+    if (stages > 1) { /* decoders' layers in stages; the other kinds refused */
+        if (!driven || !process) test_stages_refused();
+#define RUN(name, call) (driven && process ? follow_fixture(name) : call)
+        if (stages <= 2) { /* 2-layer fixtures */
+            RUN("gpt2-tiny", test_decoder("gpt2-tiny", 1));
+            RUN("llama", test_decoder("llama", 0));
+            RUN("mixtral", test_decoder("mixtral", 0));
+        }
+        RUN("gpt2-hub", test_decoder("gpt2-hub", 1)); /* 3 layers, with generation cases (beams: cache reorders) */
+        RUN("qwen3_moe", test_decoder("qwen3_moe", 0));
+        RUN("gemma2", test_decoder("gemma2", 0)); /* sliding windows, softcaps */
+        RUN("deepseek_v3-moe", test_decoder("deepseek_v3-moe", 0)); /* latent attention, dense then MoE layers */
+#undef RUN
+        if (!driven) test_stage_failure();
+        int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
+        MPI_Reduce(counts, totals, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Bcast(totals, 2, MPI_INT, 0, MPI_COMM_WORLD);
+        if (!process)
+            printf("test_mpi, %d processes x %d ranks in %d pipeline stages%s: %d passed, %d failed\n", processes,
+                   local_ranks, stages, driven ? ", process 0 driving" : "", totals[0], totals[1]);
+        MPI_Finalize();
+        return totals[1] ? 1 : 0;
+    }
+    /* driven: process 0 runs the case, the others follow its model across processes */
+#define RUN(name, call) (driven && process ? follow_fixture(name) : call)
+    RUN("gpt2-tiny", test_decoder("gpt2-tiny", 1)); /* with its generation cases: greedy, beams, sampling */
+    RUN("llama", test_decoder("llama", 0));
+    RUN("qwen3", test_decoder("qwen3", 0));
+    RUN("qwen3_moe", test_decoder("qwen3_moe", 0)); /* mixtures of experts: experts split over the world */
+    RUN("olmoe", test_decoder("olmoe", 0));
+    RUN("mixtral", test_decoder("mixtral", 0));
+    RUN("bert", test_encoder("bert", "hidden.bin"));
+    RUN("bert-mlm", test_encoder("bert-mlm", NULL));
+    RUN("bert-cls", test_encoder("bert-cls", NULL));
+    RUN("bart-s2s", test_encoder_decoder("bart-s2s"));
+    RUN("t5-s2s", test_encoder_decoder("t5-s2s"));
+#undef RUN
+    if (driven) {
+        if (process) follow_fixture("gpt2-tiny");
+        else test_driver_cannot_follow();
+        test_driven_rank_failure();
+    } else {
+        test_rank_failure();
+        test_different_requests();
+        test_different_rank_counts();
+    }
     int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
     MPI_Reduce(counts, totals, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Bcast(totals, 2, MPI_INT, 0, MPI_COMM_WORLD);

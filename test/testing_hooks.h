@@ -28,6 +28,8 @@ pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capa
 extern int pf_testing_moe_fault;
 /* Rank pf_testing_fail_rank (-1: none) fails its pf_testing_fail_countdown-th matmul. */
 extern int pf_testing_fail_rank, pf_testing_fail_countdown;
+/* Nonzero: a follower's next step (pf_follow) fails before its ranks start; reset once used. */
+extern int pf_testing_follower_refuses;
 /* Rank pf_testing_skip_reduce_rank (-1: none) skips its pf_testing_skip_reduce_countdown-th
    all-reduce, for the check that every rank enters the same collectives. */
 extern int pf_testing_skip_reduce_rank, pf_testing_skip_reduce_countdown;
