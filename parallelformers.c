@@ -28079,11 +28079,16 @@ static const struct { const char *arch, *tensor, *variant; } pf__gguf_variants[]
     {"", "", ""} /* none may be listed */
 };
 
-/* The architecture whose config, tensor and refusal rows arch reads: its base, or itself. */
+/* The architecture whose rows arch reads beside its own: its base, or itself. */
 static const char *pf__gguf_rows_of(const char *arch) {
     for (size_t i = 0; i < PF__COUNT(pf__gguf_likes); i++)
         if (!strcmp(pf__gguf_likes[i].arch, arch)) return pf__gguf_likes[i].base;
     return arch;
+}
+
+/* A row of row_arch is one of arch's: its own, or its base's. */
+static int pf__gguf_row_of(const char *row_arch, const char *arch) {
+    return !strcmp(row_arch, arch) || !strcmp(row_arch, pf__gguf_rows_of(arch));
 }
 
 /* The supported architectures' names, comma separated, into out. */
@@ -28107,14 +28112,13 @@ static const pf__gguf_arch *pf__gguf_find_arch(const char *name, size_t len) {
 static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__tok_buf *b, int *bad, char *message,
                                      size_t size) {
     size_t prefix = strlen(arch) + 1;
-    const char *rows = pf__gguf_rows_of(arch);
     for (size_t i = 0; i < g->num_kvs; i++) {
         const pf__gguf_kv *kv = &g->kvs[i];
         if (kv->key_len <= prefix || memcmp(kv->key, arch, prefix - 1) || kv->key[prefix - 1] != '.') continue;
         int known = 0; /* a key may feed several config keys (a row each) */
         for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys); k++) {
             const pf__gguf_config_key *row = &pf__gguf_config_keys[k];
-            if (strcmp(row->arch, rows) || kv->key_len - prefix != strlen(row->suffix) ||
+            if (!pf__gguf_row_of(row->arch, arch) || kv->key_len - prefix != strlen(row->suffix) ||
                 memcmp(kv->key + prefix, row->suffix, kv->key_len - prefix))
                 continue;
             if (!known++ && kv->type == PF__GGUF_ARRAY) /* llama.cpp's per-layer values (head counts of hybrid models) */
@@ -28136,7 +28140,7 @@ static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__to
         const pf__gguf_refused_value *row = &pf__gguf_refused_values[k];
         char full[96];
         double v;
-        if (strcmp(row->arch, rows)) continue;
+        if (!pf__gguf_row_of(row->arch, arch)) continue;
         snprintf(full, sizeof full, "%s.%s", arch, row->suffix);
         if (pf__gguf_get_number(g, full, &v) == 1 && v == row->value)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%s' %g: %s", g->path, full, v, row->why);
@@ -28177,9 +28181,8 @@ static pf_result pf__gguf_put_rope_factors(const pf__gguf *g, const pf__gguf_ten
 
 /* Architecture arch (its rows') has a PF_GGUF_CONFIG row for "<arch>.<suffix>". */
 static int pf__gguf_reads_key(const char *arch, const char *suffix) {
-    const char *rows = pf__gguf_rows_of(arch);
     for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys); k++)
-        if (!strcmp(pf__gguf_config_keys[k].arch, rows) && !strcmp(pf__gguf_config_keys[k].suffix, suffix)) return 1;
+        if (pf__gguf_row_of(pf__gguf_config_keys[k].arch, arch) && !strcmp(pf__gguf_config_keys[k].suffix, suffix)) return 1;
     return 0;
 }
 
@@ -28431,11 +28434,11 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
         bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "blk.0.attn_qkv.bias") ? ", \"attention_bias\": true"
                                                                             : ", \"attention_bias\": false");
     for (size_t i = 0; i < PF__COUNT(pf__gguf_if_tensor); i++)
-        if (!strcmp(pf__gguf_if_tensor[i].arch, pf__gguf_rows_of(a->name)) &&
+        if (pf__gguf_row_of(pf__gguf_if_tensor[i].arch, a->name) &&
             pf__gguf_has_tensor(g, pf__gguf_if_tensor[i].tensor))
             bad |= pf__gguf_put(b, pf__gguf_if_tensor[i].config);
     for (size_t i = 0; i < PF__COUNT(pf__gguf_if_value); i++) {
-        if (strcmp(pf__gguf_if_value[i].arch, pf__gguf_rows_of(a->name))) continue;
+        if (!pf__gguf_row_of(pf__gguf_if_value[i].arch, a->name)) continue;
         snprintf(key, sizeof key, "%s.%s", a->name, pf__gguf_if_value[i].suffix);
         if (pf__gguf_get_number(g, key, &v) == 1 && v == pf__gguf_if_value[i].value)
             bad |= pf__gguf_put(b, pf__gguf_if_value[i].config);
@@ -28506,7 +28509,7 @@ static const pf__gguf_name *pf__gguf_name_for(const char *arch, const char *vari
         for (size_t i = 0; i < PF__COUNT(pf__gguf_names); i++) {
             const pf__gguf_name *e = &pf__gguf_names[i];
             int per_layer = !strncmp(e->gguf, "blk.%d.", 7);
-            if (strcmp(e->arch, pass ? arch : variant) || per_layer != (*layer >= 0)) continue;
+            if ((pass ? !pf__gguf_row_of(e->arch, arch) : strcmp(e->arch, variant)) || per_layer != (*layer >= 0)) continue;
             if (!strcmp(per_layer ? e->gguf + 7 : e->gguf, rest)) return e;
         }
     return NULL;
@@ -29373,9 +29376,9 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
                        "are: %s)", g.path, pf__gguf_shown(arch_len), arch, names);
         goto done;
     }
-    const char *arch_name = known_arch->name, *rows_arch = pf__gguf_rows_of(arch_name), *variant = NULL;
+    const char *arch_name = known_arch->name, *variant = NULL;
     for (size_t i = 0; i < PF__COUNT(pf__gguf_variants); i++)
-        if (!strcmp(pf__gguf_variants[i].arch, rows_arch) && pf__gguf_has_tensor(&g, pf__gguf_variants[i].tensor))
+        if (pf__gguf_row_of(pf__gguf_variants[i].arch, arch_name) && pf__gguf_has_tensor(&g, pf__gguf_variants[i].tensor))
             variant = pf__gguf_variants[i].variant;
     if (pf__gguf_get_uint(&g, "split.count", &splits) < 0 || splits > 9999) {
         r = pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata 'split.count' is not a count of files", g.path);
@@ -29404,7 +29407,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     size_t num_views = g.num_tensors; /* a tensor of experts gives one view an expert */
     for (size_t i = 0; i < g.num_tensors; i++) {
         int layer;
-        const pf__gguf_name *e = pf__gguf_name_for(rows_arch, variant, &g.tensors[i], &layer);
+        const pf__gguf_name *e = pf__gguf_name_for(arch_name, variant, &g.tensors[i], &layer);
         if (e && e->transform == PF__GGUF_SPLIT_EXPERTS && g.tensors[i].ndim == 3 && g.tensors[i].ne[2] >= 1 &&
             g.tensors[i].ne[2] <= PF__GGUF_MAX_EXPERTS)
             num_views += g.tensors[i].ne[2] - 1;
@@ -29417,7 +29420,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     for (size_t i = 0; i < g.num_tensors && !r; i++) {
         const pf__gguf_tensor *t = &g.tensors[i];
         int layer;
-        const pf__gguf_name *e = pf__gguf_name_for(rows_arch, variant, t, &layer);
+        const pf__gguf_name *e = pf__gguf_name_for(arch_name, variant, t, &layer);
         char name[160];
         if (pf__gguf_is_rope_table(known_arch, t)) continue; /* read into the config's rope scaling */
         if (!e || layer >= m->config.num_layers) {

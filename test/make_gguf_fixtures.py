@@ -1665,6 +1665,34 @@ def write_falcon_smollm3(lines):
         finish(w, falcon_to_gguf(state, config.num_attention_heads, n_head_kv))
         lines.append(fixture_reference(fixture, directory, path.stem))
 
+    # OLMo: TextModel's generic keys, the LayerNorm's fixed 1e-5, clip_qkv as clamp_kqv, permuted q/k
+    from transformers import OlmoConfig
+    for fixture in ["olmo", "olmo-clip-qkv"]:
+        directory = FIXTURES / fixture
+        config = OlmoConfig.from_pretrained(directory)
+        state = load_file(str(directory / "model.safetensors"))
+        assert (config.clip_qkv is None) == (fixture == "olmo")
+        path = OUT / f"{fixture}-f32.gguf"
+        w = GGUFWriter(str(path), "olmo")
+        w.add_context_length(config.max_position_embeddings)
+        w.add_embedding_length(config.hidden_size)
+        w.add_feed_forward_length(config.intermediate_size)
+        w.add_block_count(config.num_hidden_layers)
+        w.add_head_count(config.num_attention_heads)
+        w.add_head_count_kv(config.num_key_value_heads)
+        w.add_rope_freq_base(config.rope_parameters["rope_theta"])
+        w.add_layer_norm_eps(1e-5)
+        if config.clip_qkv is not None:
+            w.add_clamp_kqv(config.clip_qkv)
+        special_ids(w, config)
+        for name in list(state):
+            if "q_proj.weight" in name or "k_proj.weight" in name:
+                state[name] = permute(state[name], config.num_attention_heads if "q_proj" in name else config.num_key_value_heads)
+            elif name.endswith("_proj.bias"):  # the converter leaves q/k biases unpermuted: no OLMo has them,
+                del state[name]                # so the file is written, and read, without the fixture's
+        finish(w, llama_state_to_gguf(state))
+        lines.append(fixture_reference(fixture, directory, path.stem, **({"attention_bias": False} if config.attention_bias else {})))
+
     # SmolLM3: LLaMA's keys and permuted q/k; llama.cpp leaves layers 4, 8, ... unrotated (no key
     # says so), which transformers' default no_rope_layers also does: a random 5-layer model
     from transformers import SmolLM3Config, SmolLM3ForCausalLM
