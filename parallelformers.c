@@ -6356,6 +6356,24 @@ static pf_result pf__mxfp4_take(pf__st_index *index, pf__st_tensor *blocks, size
     return PF_OK;
 }
 
+
+/* The tensors made from packed ones (count of them in added, which is freed) appended to the index
+   and the index sorted again, when r (the making's result) is PF_OK: nothing points into its
+   tensors yet. */
+static pf_result pf__append_made(pf__st_index *index, pf__st_tensor *added, size_t count, pf_result r, char *message,
+                                 size_t size) {
+    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
+    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) {
+        index->tensors = grown;
+        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
+        index->num_tensors += count;
+        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    }
+    free(added);
+    return r;
+}
+
 /* MXFP4: every `_blocks` tensor's weight added to the index (as GPTQ's below). */
 static pf_result pf__mxfp4_tensors(pf__st_index *index, char *message, size_t size) {
     size_t count = 0, stem = 0, made = 0;
@@ -6371,16 +6389,7 @@ static pf_result pf__mxfp4_tensors(pf__st_index *index, char *message, size_t si
         if (!index->tensors[i].used && pf__has_suffix_of(index->tensors[i].name, "_scales", &stem))
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' has no '%.*s_blocks' beside it",
                            index->tensors[i].file->path, index->tensors[i].name, (int)stem, index->tensors[i].name);
-    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
-    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) {
-        index->tensors = grown;
-        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
-        index->num_tensors += count;
-        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
-    }
-    free(added);
-    return r;
+    return pf__append_made(index, added, count, r, message, size);
 }
 
 /* GPTQ, AWQ: every qweight's module becomes a packed ".weight" tensor, added to the index once all
@@ -6396,16 +6405,7 @@ static pf_result pf__int_tensors(pf__st_index *index, const pf__qconfig *q, char
     for (size_t i = 0; i < index->num_tensors && !r; i++)
         if (pf__has_suffix_of(index->tensors[i].name, ".qweight", &stem))
             r = pf__int_take(index, q, &index->tensors[i], stem, &added[made++], message, size);
-    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
-    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) {
-        index->tensors = grown;
-        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
-        index->num_tensors += count;
-        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
-    }
-    free(added);
-    return r;
+    return pf__append_made(index, added, count, r, message, size);
 }
 
 PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, char *message, size_t size) {
@@ -28044,13 +28044,16 @@ static const struct { const char *arch, *suffix; double value; const char *confi
     {"", "", 0, ""} /* none may be listed */
 };
 
-/* A tensor of that name is in the file. */
-static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) {
+/* The file's tensor of that name, or NULL. */
+static const pf__gguf_tensor *pf__gguf_tensor_named(const pf__gguf *g, const char *name) {
     pf__gguf_tensor probe;
     probe.name = name;
     probe.name_len = strlen(name);
-    return bsearch(&probe, g->tensors, g->num_tensors, sizeof probe, pf__gguf_tensor_name_cmp) != NULL;
+    return (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe, pf__gguf_tensor_name_cmp);
 }
+
+/* A tensor of that name is in the file. */
+static int pf__gguf_has_tensor(const pf__gguf *g, const char *name) { return pf__gguf_tensor_named(g, name) != NULL; }
 
 /* The architectures we load (PF_GGUF_ARCH rows). */
 typedef struct pf__gguf_arch {
@@ -28149,14 +28152,6 @@ static pf_result pf__gguf_known_keys(const pf__gguf *g, const char *arch, pf__to
 }
 
 static void pf__gguf_dequantize_row(const pf__gguf_tensor *t, size_t row, float *out);
-
-/* The file's tensor of that name, or NULL. */
-static const pf__gguf_tensor *pf__gguf_tensor_named(const pf__gguf *g, const char *name) {
-    pf__gguf_tensor probe;
-    probe.name = name;
-    probe.name_len = strlen(name);
-    return (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe, pf__gguf_tensor_name_cmp);
-}
 
 /* A rope factor tensor (one positive factor per rotary frequency, of rotary_dims / 2) into b as a
    JSON list's items. */
@@ -28704,18 +28699,37 @@ static pf_result pf__gguf_add_experts(pf__st_index *index, const pf__gguf *g, co
     return PF_OK;
 }
 
+
+/* An fp32 matrix [rows][cols] built at load (out, which the index owns already) as the checkpoint's
+   tensor pattern (%d the layer). */
+static pf_result pf__gguf_add_built(pf__st_index *index, float *out, size_t rows, size_t cols, const char *pattern,
+                                    int layer, char *message, size_t size) {
+    char name[160];
+    snprintf(name, sizeof name, pattern, layer);
+    char *owned_name = strdup(name);
+    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf__st_tensor *st = &index->tensors[index->num_tensors++];
+    memset(st, 0, sizeof *st);
+    st->name = owned_name;
+    st->file = &index->files[0];
+    st->dtype = PF__DTYPE_F32;
+    st->ndim = 2;
+    st->shape[0] = rows;
+    st->shape[1] = cols;
+    st->numel = rows * cols;
+    st->data = (const uint8_t *)out;
+    st->bytes = st->numel * sizeof(float);
+    return PF_OK;
+}
+
 /* gpt-oss's expert biases, which the converter splits into ffn_gate_exps.bias and ffn_up_exps.bias
    ([experts][I] each; t the gate's, of layer `layer`): interleaved again as transformers'
    gate_up_proj_bias [experts][2 I] (gate i at 2i, up i at 2i + 1), fp32, named by pattern. */
 static pf_result pf__gguf_add_gate_up_biases(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t,
                                              const char *pattern, int layer, char *message, size_t size) {
-    char up_name[64], name[160];
+    char up_name[64];
     snprintf(up_name, sizeof up_name, "blk.%d.ffn_up_exps.bias", layer);
-    pf__gguf_tensor probe;
-    probe.name = up_name;
-    probe.name_len = strlen(up_name);
-    const pf__gguf_tensor *up = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
-                                                                 pf__gguf_tensor_name_cmp);
+    const pf__gguf_tensor *up = pf__gguf_tensor_named(g, up_name);
     if (!up || t->ndim != 2 || up->ndim != 2 || up->ne[0] != t->ne[0] || up->ne[1] != t->ne[1])
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s of its [experts, I] shape beside it",
                           g->path, pf__gguf_shown(t->name_len), t->name, up_name);
@@ -28733,21 +28747,7 @@ static pf_result pf__gguf_add_gate_up_biases(pf__st_index *index, const pf__gguf
         for (size_t i = 0; i < width; i++) out[(e * width + i) * 2] = gate_row[i], out[(e * width + i) * 2 + 1] = up_row[i];
     }
     free(gate_row);
-    snprintf(name, sizeof name, pattern, layer);
-    char *owned_name = strdup(name);
-    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf__st_tensor *st = &index->tensors[index->num_tensors++];
-    memset(st, 0, sizeof *st);
-    st->name = owned_name;
-    st->file = &index->files[0];
-    st->dtype = PF__DTYPE_F32;
-    st->ndim = 2;
-    st->shape[0] = experts;
-    st->shape[1] = 2 * width;
-    st->numel = experts * 2 * width;
-    st->data = (const uint8_t *)out;
-    st->bytes = st->numel * sizeof(float);
-    return PF_OK;
+    return pf__gguf_add_built(index, out, experts, 2 * width, pattern, layer, message, size);
 }
 
 /* DeepSeek's kv_b_proj [heads (nope + v), kv_lora], which newer converters split per head into
@@ -28755,13 +28755,9 @@ static pf_result pf__gguf_add_gate_up_biases(pf__st_index *index, const pf__gguf
    k_b, of layer `layer`): put back together as fp32, named by pattern. */
 static pf_result pf__gguf_add_kv_b(pf__st_index *index, const pf__gguf *g, const pf__gguf_tensor *t, const char *pattern,
                                    int layer, const pf__config *c, char *message, size_t size) {
-    char v_name[64], name[160];
+    char v_name[64];
     snprintf(v_name, sizeof v_name, "blk.%d.attn_v_b.weight", layer);
-    pf__gguf_tensor probe;
-    probe.name = v_name;
-    probe.name_len = strlen(v_name);
-    const pf__gguf_tensor *vb = (const pf__gguf_tensor *)bsearch(&probe, g->tensors, g->num_tensors, sizeof probe,
-                                                                 pf__gguf_tensor_name_cmp);
+    const pf__gguf_tensor *vb = pf__gguf_tensor_named(g, v_name);
     size_t heads = (size_t)c->num_heads, nope = (size_t)c->qk_nope_head_dim, v = (size_t)c->v_head_dim;
     size_t latent = (size_t)c->kv_lora_rank;
     if (!vb || t->ndim != 3 || t->ne[0] != nope || t->ne[1] != latent || t->ne[2] != heads || vb->ndim != 3 ||
@@ -28785,21 +28781,7 @@ static pf_result pf__gguf_add_kv_b(pf__st_index *index, const pf__gguf *g, const
         for (size_t i = 0; i < v; i++) pf__gguf_dequantize_row(vb, h * v + i, head + (nope + i) * latent);
     }
     free(row);
-    snprintf(name, sizeof name, pattern, layer);
-    char *owned_name = strdup(name);
-    if (!owned_name || pf__st_own(index, owned_name)) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf__st_tensor *st = &index->tensors[index->num_tensors++];
-    memset(st, 0, sizeof *st);
-    st->name = owned_name;
-    st->file = &index->files[0];
-    st->dtype = PF__DTYPE_F32;
-    st->ndim = 2;
-    st->shape[0] = rows;
-    st->shape[1] = latent;
-    st->numel = rows * latent;
-    st->data = (const uint8_t *)out;
-    st->bytes = st->numel * sizeof(float);
-    return PF_OK;
+    return pf__gguf_add_built(index, out, rows, latent, pattern, layer, message, size);
 }
 
 /* ---- the tokenizer ---- */
@@ -29385,11 +29367,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
         goto done;
     }
     if (splits > 1 && (r = pf__gguf_load_splits(m, &g, (int)splits, message, size))) goto done;
-    pf__gguf_tensor probe;
-    probe.name = "token_embd.weight";
-    probe.name_len = strlen(probe.name);
-    const pf__gguf_tensor *embed = (const pf__gguf_tensor *)bsearch(&probe, g.tensors, g.num_tensors, sizeof probe,
-                                                                    pf__gguf_tensor_name_cmp);
+    const pf__gguf_tensor *embed = pf__gguf_tensor_named(&g, "token_embd.weight");
     if (!embed || embed->ndim != 2 || embed->rows > INT32_MAX) {
         r = pf__format(message, size, PF_ERROR_FORMAT, "%s: no token_embd.weight matrix", g.path);
         goto done;

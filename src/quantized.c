@@ -819,6 +819,24 @@ static pf_result pf__mxfp4_take(pf__st_index *index, pf__st_tensor *blocks, size
     return PF_OK;
 }
 
+
+/* The tensors made from packed ones (count of them in added, which is freed) appended to the index
+   and the index sorted again, when r (the making's result) is PF_OK: nothing points into its
+   tensors yet. */
+static pf_result pf__append_made(pf__st_index *index, pf__st_tensor *added, size_t count, pf_result r, char *message,
+                                 size_t size) {
+    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
+    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) {
+        index->tensors = grown;
+        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
+        index->num_tensors += count;
+        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    }
+    free(added);
+    return r;
+}
+
 /* MXFP4: every `_blocks` tensor's weight added to the index (as GPTQ's below). */
 static pf_result pf__mxfp4_tensors(pf__st_index *index, char *message, size_t size) {
     size_t count = 0, stem = 0, made = 0;
@@ -834,16 +852,7 @@ static pf_result pf__mxfp4_tensors(pf__st_index *index, char *message, size_t si
         if (!index->tensors[i].used && pf__has_suffix_of(index->tensors[i].name, "_scales", &stem))
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' has no '%.*s_blocks' beside it",
                            index->tensors[i].file->path, index->tensors[i].name, (int)stem, index->tensors[i].name);
-    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
-    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) {
-        index->tensors = grown;
-        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
-        index->num_tensors += count;
-        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
-    }
-    free(added);
-    return r;
+    return pf__append_made(index, added, count, r, message, size);
 }
 
 /* GPTQ, AWQ: every qweight's module becomes a packed ".weight" tensor, added to the index once all
@@ -859,16 +868,7 @@ static pf_result pf__int_tensors(pf__st_index *index, const pf__qconfig *q, char
     for (size_t i = 0; i < index->num_tensors && !r; i++)
         if (pf__has_suffix_of(index->tensors[i].name, ".qweight", &stem))
             r = pf__int_take(index, q, &index->tensors[i], stem, &added[made++], message, size);
-    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
-    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) {
-        index->tensors = grown;
-        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
-        index->num_tensors += count;
-        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
-    }
-    free(added);
-    return r;
+    return pf__append_made(index, added, count, r, message, size);
 }
 
 PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, char *message, size_t size) {
