@@ -20,7 +20,8 @@ static const unsigned char pf__gguf_value_size[PF__GGUF_VALUE_TYPES] = {1, 1, 2,
 enum { PF__GGML_F32 = 0, PF__GGML_F16 = 1, PF__GGML_Q4_0 = 2, PF__GGML_Q4_1 = 3, PF__GGML_Q5_0 = 6, PF__GGML_Q5_1 = 7,
        PF__GGML_Q8_0 = 8, PF__GGML_Q2_K = 10, PF__GGML_Q3_K = 11, PF__GGML_Q4_K = 12, PF__GGML_IQ4_NL = 20, PF__GGML_IQ4_XS = 23, PF__GGML_Q5_K = 13, PF__GGML_Q6_K = 14, PF__GGML_BF16 = 30,
        PF__GGML_MXFP4 = 39 };
-/* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks. */
+/* The block formats we read: each one's dtype (src/blocks.c), which sizes its blocks; the types we
+   do not read have no block size and PF__DTYPE_OTHER. */
 static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; } pf__ggml_types[] = {
     [PF__GGML_F32] = {"F32", 1, 4, PF__DTYPE_F32}, [PF__GGML_F16] = {"F16", 1, 2, PF__DTYPE_F16},
     [PF__GGML_Q4_0] = {"Q4_0", 32, 18, PF__DTYPE_Q4}, [PF__GGML_Q4_1] = {"Q4_1", 32, 20, PF__DTYPE_Q4_1},
@@ -29,11 +30,15 @@ static const struct { const char *name; unsigned block, bytes; pf__dtype dtype; 
     [PF__GGML_Q2_K] = {"Q2_K", 256, 84, PF__DTYPE_Q2_K}, [PF__GGML_Q3_K] = {"Q3_K", 256, 110, PF__DTYPE_Q3_K},
     [PF__GGML_Q4_K] = {"Q4_K", 256, 144, PF__DTYPE_Q4_K}, [PF__GGML_Q5_K] = {"Q5_K", 256, 176, PF__DTYPE_Q5_K},
     [PF__GGML_Q6_K] = {"Q6_K", 256, 210, PF__DTYPE_Q6_K}, [15] = {"Q8_K", 0, 0, PF__DTYPE_OTHER},
-    [16] = {"IQ2_XXS", 0, 0}, [17] = {"IQ2_XS", 0, 0}, [18] = {"IQ3_XXS", 0, 0}, [19] = {"IQ1_S", 0, 0},
-    [PF__GGML_IQ4_NL] = {"IQ4_NL", 32, 18, PF__DTYPE_IQ4_NL}, [21] = {"IQ3_S", 0, 0}, [22] = {"IQ2_S", 0, 0}, [PF__GGML_IQ4_XS] = {"IQ4_XS", 256, 136, PF__DTYPE_IQ4_XS},
-    [24] = {"I8", 0, 0}, [25] = {"I16", 0, 0}, [26] = {"I32", 0, 0}, [27] = {"I64", 0, 0}, [28] = {"F64", 0, 0},
-    [29] = {"IQ1_M", 0, 0}, [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0}, [35] = {"TQ2_0", 0, 0},
-    [PF__GGML_MXFP4] = {"MXFP4", 32, 17, PF__DTYPE_MXFP4},
+    [16] = {"IQ2_XXS", 0, 0, PF__DTYPE_OTHER}, [17] = {"IQ2_XS", 0, 0, PF__DTYPE_OTHER},
+    [18] = {"IQ3_XXS", 0, 0, PF__DTYPE_OTHER}, [19] = {"IQ1_S", 0, 0, PF__DTYPE_OTHER},
+    [PF__GGML_IQ4_NL] = {"IQ4_NL", 32, 18, PF__DTYPE_IQ4_NL}, [21] = {"IQ3_S", 0, 0, PF__DTYPE_OTHER},
+    [22] = {"IQ2_S", 0, 0, PF__DTYPE_OTHER}, [PF__GGML_IQ4_XS] = {"IQ4_XS", 256, 136, PF__DTYPE_IQ4_XS},
+    [24] = {"I8", 0, 0, PF__DTYPE_OTHER}, [25] = {"I16", 0, 0, PF__DTYPE_OTHER},
+    [26] = {"I32", 0, 0, PF__DTYPE_OTHER}, [27] = {"I64", 0, 0, PF__DTYPE_OTHER},
+    [28] = {"F64", 0, 0, PF__DTYPE_OTHER}, [29] = {"IQ1_M", 0, 0, PF__DTYPE_OTHER},
+    [PF__GGML_BF16] = {"BF16", 1, 2, PF__DTYPE_BF16}, [34] = {"TQ1_0", 0, 0, PF__DTYPE_OTHER},
+    [35] = {"TQ2_0", 0, 0, PF__DTYPE_OTHER}, [PF__GGML_MXFP4] = {"MXFP4", 32, 17, PF__DTYPE_MXFP4},
 };
 #define PF__GGUF_MAX_DIMS 4 /* ggml's GGML_MAX_DIMS */
 #define PF__GGUF_MAX_EXPERTS 65536 /* as config.json's num_experts */
