@@ -902,8 +902,8 @@ static pf_result pf__gguf_check_kv_heads(const pf__gguf *g, const pf__gguf_arch 
    keeps as a [1, n] row (Qwen2-MoE's shared expert gate) is read as that row. */
 typedef enum {
     PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
-    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GROUP_QKV, PF__GGUF_GATE_UP_BIASES, PF__GGUF_UP_BIASES,
-    PF__GGUF_KV_B_FROM_K_B, PF__GGUF_WITH_K_B
+    PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GROUP_QKV, PF__GGUF_GATE_UP_BIASES, PF__GGUF_KV_B_FROM_K_B,
+    PF__GGUF_READ_WITH
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -919,6 +919,22 @@ static const pf__gguf_name pf__gguf_names[] = {
 };
 
 /* The row of t's name for arch, its layer in *layer; NULL when there is none. */
+/* A READ_WITH tensor t of layer `layer`: the file has the tensor of the row that reads it (arch's
+   other row of the same transformers name). */
+static pf_result pf__gguf_check_reader(const pf__gguf *g, const char *arch, const pf__gguf_name *e,
+                                       const pf__gguf_tensor *t, int layer, char *message, size_t size) {
+    char reader[128] = "";
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_names); i++) {
+        const pf__gguf_name *row = &pf__gguf_names[i];
+        if (row == e || row->transform == PF__GGUF_READ_WITH || !pf__gguf_row_of(row->arch, arch) || strcmp(row->hf, e->hf))
+            continue;
+        snprintf(reader, sizeof reader, row->gguf, layer);
+        if (pf__gguf_has_tensor(g, reader)) return PF_OK;
+    }
+    return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s beside it", g->path,
+                      pf__gguf_shown(t->name_len), t->name, reader);
+}
+
 /* The tensor row of t under arch's rows, variant's first (variant NULL: none). */
 static const pf__gguf_name *pf__gguf_name_for(const char *arch, const char *variant, const pf__gguf_tensor *t, int *layer) {
     char name[128];
@@ -1855,20 +1871,8 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
             r = pf__gguf_add_kv_b(index, &g, t, e->hf, layer, &m->config, message, size);
             continue;
         }
-        if (e->transform == PF__GGUF_WITH_K_B) { /* read with the k_b: there must be one */
-            char kb[64];
-            snprintf(kb, sizeof kb, "blk.%d.attn_k_b.weight", layer);
-            if (!pf__gguf_has_tensor(&g, kb))
-                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s beside it", g.path,
-                               pf__gguf_shown(t->name_len), t->name, kb);
-            continue;
-        }
-        if (e->transform == PF__GGUF_UP_BIASES) { /* read with the gate's: there must be one */
-            char gate[64];
-            snprintf(gate, sizeof gate, "blk.%d.ffn_gate_exps.bias", layer);
-            if (!pf__gguf_has_tensor(&g, gate))
-                r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%.*s' has no %s beside it", g.path,
-                               pf__gguf_shown(t->name_len), t->name, gate);
+        if (e->transform == PF__GGUF_READ_WITH) {
+            r = pf__gguf_check_reader(&g, arch_name, e, t, layer, message, size);
             continue;
         }
         snprintf(name, sizeof name, e->hf, layer);
