@@ -6153,18 +6153,49 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     return r;
 }
 
+/* What makes a weight from a packed source tensor (stem: the length of its module's name). */
+typedef pf_result (*pf__take_fn)(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *source, size_t stem,
+                                 pf__st_tensor *out, char *message, size_t size);
+
+/* Every tensor whose name ends in suffix given to take, which may make a weight of it (out's name
+   set: a new tensor); those added to the index once all are made (the index is searched
+   meanwhile), which is then sorted again: nothing points into its tensors yet. */
+static pf_result pf__make_tensors(pf__st_index *index, const char *suffix, pf__take_fn take, const pf__qconfig *q,
+                                  char *message, size_t size) {
+    size_t count = 0, stem = 0, made = 0;
+    for (size_t i = 0; i < index->num_tensors; i++) count += pf__has_suffix_of(index->tensors[i].name, suffix, &stem);
+    if (!count) return PF_OK;
+    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
+    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    pf_result r = PF_OK;
+    for (size_t i = 0, n = index->num_tensors; i < n && !r; i++)
+        if (pf__has_suffix_of(index->tensors[i].name, suffix, &stem) &&
+            !(r = take(index, q, &index->tensors[i], stem, &added[made], message, size)) && added[made].name)
+            made++;
+    pf__st_tensor *grown = r || !made ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + made) * sizeof *grown);
+    if (!r && made && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r && made) {
+        index->tensors = grown;
+        memcpy(index->tensors + index->num_tensors, added, made * sizeof *added);
+        index->num_tensors += made;
+        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
+    }
+    free(added);
+    return r;
+}
+
+
 /* A compressed-tensors module's weight_scale, with its weight (naive- and float-quantized: I8 or
    F8_E4M3 [out, in], made packed in place) or weight_packed and weight_shape (pack-quantized: a
    packed ".weight" tensor written to *out, *added set), and weight_zero_point (asymmetric). */
 static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *scale, size_t stem,
-                             pf__st_tensor *out, int *added, char *message, size_t size) {
+                             pf__st_tensor *out, char *message, size_t size) {
     const char *path = scale->file->path;
     pf__st_tensor *weight = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight");
     pf__st_tensor *packed = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_packed");
     pf__st_tensor *shape = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_shape");
     pf__st_tensor *zero = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight_zero_point");
     int stem_len = (int)stem;
-    *added = 0;
     if (pf__module_listed(q->not_converted, scale->name, stem))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: module '%.*s' is quantized, but quantization_config's "
                           "ignore lists it", path, stem_len, scale->name);
@@ -6249,7 +6280,6 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
     pf_result r = pf__packed_weight(index, out, scale->name, stem, rows, cols, packed, p, message, size);
     if (r) return r;
     packed->used = shape->used = 1;
-    *added = 1;
     return PF_OK;
 }
 
@@ -6259,35 +6289,15 @@ static pf_result pf__ct_tensors(pf__st_index *index, const pf__qconfig *q, char 
     static const char *const activation_parts[] = {".input_scale", ".input_zero_point", ".output_scale",
                                                    ".output_zero_point", ".weight_g_idx", ".input_global_scale",
                                                    ".weight_global_scale"};
-    size_t count = 0, stem = 0, made = 0;
+    size_t stem = 0;
     for (size_t i = 0; i < index->num_tensors; i++) {
         const pf__st_tensor *t = &index->tensors[i];
-        count += pf__has_suffix_of(t->name, ".weight_scale", &stem);
         for (size_t k = 0; k < PF__COUNT(activation_parts); k++)
             if (pf__has_suffix_of(t->name, activation_parts[k], &stem))
                 return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' (%s) is not implemented",
                                   t->file->path, t->name, activation_parts[k] + 1);
     }
-    if (!count) return PF_OK;
-    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
-    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf_result r = PF_OK;
-    for (size_t i = 0, n = index->num_tensors; i < n && !r; i++) {
-        int one = 0;
-        if (pf__has_suffix_of(index->tensors[i].name, ".weight_scale", &stem))
-            r = pf__ct_take(index, q, &index->tensors[i], stem, &added[made], &one, message, size);
-        made += (size_t)one;
-    }
-    pf__st_tensor *grown = r || !made ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + made) * sizeof *grown);
-    if (!r && made && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r && made) {
-        index->tensors = grown;
-        memcpy(index->tensors + index->num_tensors, added, made * sizeof *added);
-        index->num_tensors += made;
-        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
-    }
-    free(added);
-    return r;
+    return pf__make_tensors(index, ".weight_scale", pf__ct_take, q, message, size);
 }
 
 /* FP8: every weight_scale_inv's weight packed; an F8 tensor left without one is refused. */
@@ -6314,8 +6324,9 @@ static pf_result pf__fp8_tensors(pf__st_index *index, const pf__qconfig *q, char
 /* MXFP4: a `<stem>_blocks` U8 [..., out, in / 32, 16] and its `<stem>_scales` U8 [..., out, in / 32]
    (1 or 2 leading dimensions: a matrix, or experts) become the PF__DTYPE_MXFP4 tensor `<stem>` of
    the weights' shape [..., out, in], written to *out. */
-static pf_result pf__mxfp4_take(pf__st_index *index, pf__st_tensor *blocks, size_t stem, pf__st_tensor *out,
-                                char *message, size_t size) {
+static pf_result pf__mxfp4_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *blocks, size_t stem,
+                                pf__st_tensor *out, char *message, size_t size) {
+    (void)q; /* MXFP4's quantization_config says nothing of the blocks' layout */
     const char *path = blocks->file->path;
     pf__st_tensor *scales = (pf__st_tensor *)pf__part(index, blocks->name, stem, "_scales");
     int stem_len = (int)stem, n = blocks->ndim;
@@ -6357,55 +6368,15 @@ static pf_result pf__mxfp4_take(pf__st_index *index, pf__st_tensor *blocks, size
 }
 
 
-/* The tensors made from packed ones (count of them in added, which is freed) appended to the index
-   and the index sorted again, when r (the making's result) is PF_OK: nothing points into its
-   tensors yet. */
-static pf_result pf__append_made(pf__st_index *index, pf__st_tensor *added, size_t count, pf_result r, char *message,
-                                 size_t size) {
-    pf__st_tensor *grown = r ? NULL : (pf__st_tensor *)realloc(index->tensors, (index->num_tensors + count) * sizeof *grown);
-    if (!r && !grown) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) {
-        index->tensors = grown;
-        memcpy(index->tensors + index->num_tensors, added, count * sizeof *added);
-        index->num_tensors += count;
-        qsort(index->tensors, index->num_tensors, sizeof *index->tensors, pf__tensor_cmp);
-    }
-    free(added);
-    return r;
-}
-
-/* MXFP4: every `_blocks` tensor's weight added to the index (as GPTQ's below). */
+/* MXFP4: every `_blocks` tensor's weight; a `_scales` tensor no blocks took is an error. */
 static pf_result pf__mxfp4_tensors(pf__st_index *index, char *message, size_t size) {
-    size_t count = 0, stem = 0, made = 0;
-    for (size_t i = 0; i < index->num_tensors; i++) count += pf__has_suffix_of(index->tensors[i].name, "_blocks", &stem);
-    if (!count) return PF_OK;
-    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
-    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf_result r = PF_OK;
+    size_t stem = 0;
+    pf_result r = pf__make_tensors(index, "_blocks", pf__mxfp4_take, NULL, message, size);
     for (size_t i = 0; i < index->num_tensors && !r; i++)
-        if (pf__has_suffix_of(index->tensors[i].name, "_blocks", &stem))
-            r = pf__mxfp4_take(index, &index->tensors[i], stem, &added[made++], message, size);
-    for (size_t i = 0; i < index->num_tensors && !r; i++) /* a scale without its blocks */
         if (!index->tensors[i].used && pf__has_suffix_of(index->tensors[i].name, "_scales", &stem))
             r = pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' has no '%.*s_blocks' beside it",
                            index->tensors[i].file->path, index->tensors[i].name, (int)stem, index->tensors[i].name);
-    return pf__append_made(index, added, count, r, message, size);
-}
-
-/* GPTQ, AWQ: every qweight's module becomes a packed ".weight" tensor, added to the index once all
-   are made (the index is searched meanwhile), which is then sorted again: nothing points into its
-   tensors yet. */
-static pf_result pf__int_tensors(pf__st_index *index, const pf__qconfig *q, char *message, size_t size) {
-    size_t count = 0, stem = 0, made = 0;
-    for (size_t i = 0; i < index->num_tensors; i++) count += pf__has_suffix_of(index->tensors[i].name, ".qweight", &stem);
-    if (!count) return PF_OK;
-    pf__st_tensor *added = (pf__st_tensor *)calloc(count, sizeof *added);
-    if (!added) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    pf_result r = PF_OK;
-    for (size_t i = 0; i < index->num_tensors && !r; i++)
-        if (pf__has_suffix_of(index->tensors[i].name, ".qweight", &stem))
-            r = pf__int_take(index, q, &index->tensors[i], stem, &added[made++], message, size);
-    return pf__append_made(index, added, count, r, message, size);
+    return r;
 }
 
 PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, char *message, size_t size) {
@@ -6432,7 +6403,7 @@ PF_PRIVATE pf_result pf__quantized_open(const char *dir, pf__st_index *index, ch
         q.format = !strcmp(q.method, "awq") ? PF__PACKED_AWQ : PF__PACKED_GPTQ;
         if (!(r = pf__check_qkeys(qc, q.method, pf__gptq_keys, PF__COUNT(pf__gptq_keys), path, message, size)) &&
             !(r = pf__int_config(qc, path, &q, message, size)))
-            r = pf__int_tensors(index, &q, message, size);
+            r = pf__make_tensors(index, ".qweight", pf__int_take, &q, message, size);
     } else if (!strcmp(q.method, "compressed-tensors")) {
         if (!(r = pf__check_qkeys(qc, q.method, pf__ct_keys, PF__COUNT(pf__ct_keys), path, message, size)) &&
             !(r = pf__ct_config(qc, path, &q, message, size)))
