@@ -28044,6 +28044,13 @@ static const pf__gguf_arch pf__gguf_archs[] = {
 #include "policies.inc"
 };
 
+/* String keys read for one value (PF_GGUF_STRING rows). */
+static const struct { const char *arch, *suffix, *value; } pf__gguf_strings[] = {
+#define PF_GGUF_STRING(arch, suffix, value) {arch, suffix, value},
+#include "policies.inc"
+    {"", "", ""} /* none may be listed */
+};
+
 /* The architectures that read another's rows (PF_GGUF_LIKE). */
 static const struct { const char *arch, *base; } pf__gguf_likes[] = {
 #define PF_GGUF_LIKE(arch, base) {arch, base},
@@ -28368,13 +28375,16 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
                                                                     : ", \"tie_word_embeddings\": true");
     if ((r = pf__gguf_known_keys(g, a->name, b, &bad, message, size))) return r;
-    const char *layout = NULL; /* how the converter rearranged the tensors: Falcon's qkv, which GROUP_QKV undoes */
-    size_t layout_len = 0;
-    snprintf(key, sizeof key, "%s.tensor_data_layout", a->name);
-    int has_layout = pf__gguf_get_string(g, key, &layout, &layout_len);
-    if (has_layout < 0 || (has_layout && !(layout_len == 7 && !memcmp(layout, "jploski", 7))))
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%s' \"%.*s\" is not supported (\"jploski\", "
-                          "llama.cpp converter's, is)", g->path, key, pf__gguf_shown(layout_len), layout ? layout : "");
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_strings); i++) { /* string keys read for one value (PF_GGUF_STRING rows) */
+        const char *text = NULL;
+        size_t len = 0;
+        if (!pf__gguf_row_of(pf__gguf_strings[i].arch, a->name)) continue;
+        snprintf(key, sizeof key, "%s.%s", a->name, pf__gguf_strings[i].suffix);
+        int has = pf__gguf_get_string(g, key, &text, &len);
+        if (has < 0 || (has && !(len == strlen(pf__gguf_strings[i].value) && !memcmp(text, pf__gguf_strings[i].value, len))))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: metadata '%s' \"%.*s\" is not supported (\"%s\" "
+                              "is)", g->path, key, pf__gguf_shown(len), text ? text : "", pf__gguf_strings[i].value);
+    }
     snprintf(key, sizeof key, "%s.attention.head_count", a->name);
     if (pf__gguf_get_number(g, key, &heads) != 1 || !(heads >= 1))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is missing or not a count", g->path, key);
