@@ -718,12 +718,13 @@ static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
         for (size_t b = 0; b < rows; b++) r->backend->copy(r, r->h + b * d, r->x + (b * s->seq_len + s->seq_len - 1) * d, d * sizeof(float));
         wanted = r->h;
     }
-    if (PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless)
+    if (PF__HAS(r->weights[t.final_norm]) || r->group->model->config.norm_weightless) {
         pf__rank_final_norm(r, &t, r->h, wanted, rows);
+        wanted = r->h;
+    }
     const pf__weight *W = r->weights;
-    if (PF__HAS(W[PF__SLOT_HEAD_TRANSFORM_WEIGHT])) { /* h = norm(act(h W^T + b)): BERT's LM head as a decoder's */
+    if (PF__HAS(W[PF__SLOT_HEAD_TRANSFORM_WEIGHT])) { /* h = norm(act(wanted W^T + b)): BERT's LM head as a decoder's */
         const pf__config *c = &r->group->model->config;
-        if (PF__HAS(W[t.final_norm]) || c->norm_weightless) wanted = r->h;
         r->backend->matmul(r, r->part, wanted, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]),
                            rows);
         r->backend->activation(r, r->part, rows * d, c->head_activation < 0 ? c->activation : (pf__activation)c->head_activation);
