@@ -764,24 +764,40 @@ static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_
     return PF_OK;
 }
 
-/* DeepSeek V3's (deepseek2's) config beyond the PF_GGUF_CONFIG rows, as llama.cpp reads the file:
-   sigmoid routing (expert_gating_func 2; softmax, V2's, and a file without the key, which llama.cpp
-   takes as V2's, are refused); the head widths from the _mla keys (newer files: key_length is
-   kv_lora_rank + the rope width there) or key_length and value_length; no q_lora_rank: q_proj;
-   absent routing keys as llama.cpp takes them (no groups, no scale, not renormalised), not
-   transformers' V3 defaults; yarn with llama.cpp's yarn_log_multiplier (0.1 mscale_all_dim) as
-   both mscales, which makes the rotation's factor 1 and the scores' mscale^2, as llama.cpp's
-   graph computes them (its corrections truncated, as transformers' default). */
+/* deepseek2 files hold DeepSeek V2 or V3, told apart by the routing as llama.cpp tells them:
+   expert_gating_func 2 (sigmoid) is V3; 1 (softmax), or no key (the V2 files written before it), is
+   V2. */
+static int pf__gguf_mla_is_v2(const pf__gguf *g, const char *arch) {
+    char key[96];
+    double v = 0;
+    snprintf(key, sizeof key, "%s.expert_gating_func", arch);
+    return pf__gguf_get_number(g, key, &v) != 1 || v == 1;
+}
+
+/* DeepSeek's (deepseek2's) config beyond the PF_GGUF_CONFIG rows, as llama.cpp reads the file:
+   V3's sigmoid routing or V2's softmax (any other gating is refused); V2 greedy over all experts
+   (llama.cpp scores an expert group by the sum of its best 2, DeepSeek V2's group_limited_greedy by
+   its best: a V2 file with groups is refused); the head widths from the _mla keys (newer files:
+   key_length is kv_lora_rank + the rope width there) or key_length and value_length; no
+   q_lora_rank: q_proj; absent routing keys as llama.cpp takes them (no groups, no scale, not
+   renormalised), not transformers' V3 defaults; yarn with llama.cpp's yarn_log_multiplier (0.1
+   mscale_all_dim) as both mscales, which makes the rotation's factor 1 and the scores' mscale^2,
+   as llama.cpp's graph computes them (its corrections truncated, as transformers' default). */
 static pf_result pf__gguf_mla_config(const pf__gguf *g, const char *arch, pf__tok_buf *b, int *bad, char *message,
                                      size_t size) {
     char key[96], text[256];
     double v = 0, rope = 0, key_width = 0, value_width = 0;
     int flag = 0;
 #define PF__MLA_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
-    if (pf__gguf_get_number(g, PF__MLA_KEY("expert_gating_func"), &v) != 1 || v != 2)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %s: softmax routing (DeepSeek V2's; llama.cpp's "
-                          "reading of a file without the key) is not read from GGUF: load its safetensors checkpoint",
-                          g->path, key, pf__gguf_find(g, key) ? "is not 2 (sigmoid)" : "is missing");
+    int v2 = pf__gguf_mla_is_v2(g, arch);
+    if (pf__gguf_get_number(g, PF__MLA_KEY("expert_gating_func"), &v) == 1 && v != 1 && v != 2)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g is neither softmax (1, DeepSeek V2's) nor "
+                          "sigmoid (2, V3's)", g->path, key, v);
+    if (v2 && pf__gguf_get_number(g, PF__MLA_KEY("expert_group_count"), &v) == 1 && v > 1)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g with softmax routing: llama.cpp scores a group "
+                          "by its best 2 experts, DeepSeek V2's group_limited_greedy by its best; not read from GGUF: "
+                          "load its safetensors checkpoint", g->path, key, v);
+    if (v2) *bad |= pf__gguf_put(b, ", \"topk_method\": \"greedy\"");
     if (pf__gguf_get_number(g, PF__MLA_KEY("rope.dimension_count"), &rope) != 1 || !(rope >= 2 && rope < 1e6))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s is missing or not a width", g->path, key);
     int mla = pf__gguf_get_number(g, PF__MLA_KEY("attention.key_length_mla"), &key_width) == 1;
@@ -829,8 +845,9 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     double heads = 0, v;
     int bad = 0;
     pf_result r;
-    snprintf(text, sizeof text, "{\"model_type\": \"%s\", \"architectures\": [\"%s\"]%s", a->model_type, a->hf_class,
-             a->extra_config);
+    int deepseek_v2 = a->rotary == 4 && pf__gguf_mla_is_v2(g, a->name);
+    snprintf(text, sizeof text, "{\"model_type\": \"%s\", \"architectures\": [\"%s\"]%s",
+             deepseek_v2 ? "deepseek_v2" : a->model_type, deepseek_v2 ? "DeepseekV2ForCausalLM" : a->hf_class, a->extra_config);
     bad |= pf__gguf_put(b, text);
     bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
                                                                     : ", \"tie_word_embeddings\": true");

@@ -47,6 +47,8 @@ writes test/fixtures/gguf/:
                     as llama.cpp's converter writes it (write_deepseek; `make_gguf_fixtures.py deepseek2`);
   deepseek2-v3-older.gguf  one without q_lora as older converters wrote it (attn_kv_b whole, no _mla
                     keys) and without the routing keys (llama.cpp's defaults: no groups, norm or scale)
+  deepseek2-v2.gguf  a random DeepSeek V2 (V2-Lite's form: q_proj, softmax routing greedy, scaled)
+                    (`make_gguf_fixtures.py deepseek2-v2` writes it alone)
   cohere2-f32.gguf  the cohere2 fixture (its window and window pattern as keys)
   starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
@@ -1180,9 +1182,8 @@ def deepseek_state_to_gguf(state, config, split_kv_b=True):
     return {k: np.ascontiguousarray(t) for k, t in out.items()}
 
 
-def deepseek_from_gguf(path, config):
-    """The file read back by the gguf package, as transformers' DeepSeek V3 (kv_b_proj put back together)."""
-    from transformers import DeepseekV3ForCausalLM
+def deepseek_from_gguf(path, config, model_class):
+    """The file read back by the gguf package, as transformers' DeepSeek V2 or V3 (kv_b_proj put back together)."""
     inverse = {v: k for k, v in DEEPSEEK_BLOCK.items()}
     fixed = {v: k for k, v in LLAMA_FIXED.items()}
     H, nope, v = config.num_attention_heads, config.qk_nope_head_dim, config.v_head_dim
@@ -1207,7 +1208,7 @@ def deepseek_from_gguf(path, config):
             hf[f"{stem}.mlp.gate.e_score_correction_bias"] = t
         elif module not in ("attn_v_b", "ffn_up_exps"):
             hf[f"{stem}.{inverse[module]}.{kind}"] = t
-    model = DeepseekV3ForCausalLM._from_config(config, experts_implementation="eager").eval()
+    model = model_class._from_config(config, experts_implementation="eager").eval()
     missing, unexpected = model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(t)) for k, t in hf.items()},
                                                 strict=False)
     assert not missing and not unexpected, (missing, unexpected)
@@ -1215,14 +1216,17 @@ def deepseek_from_gguf(path, config):
 
 
 def deepseek_routing_margin(model, config, ids):
-    """DeepSeek V3's choices far from ties, in its own choice space (sigmoid scores plus the choice
-    bias): the smallest gap between the kept groups (by the sum of their best 2) and the next, and
+    """DeepSeek's choices far from ties, in its own choice space (V3: sigmoid scores plus the choice
+    bias; V2: the router logits, whose order its softmax keeps, in one group): the smallest gap between the kept groups (by the sum of their best 2) and the next, and
     between the k-th chosen expert of the kept groups and the next, over the prompt and its greedy run."""
     margins = []
     groups, per = config.n_group, config.n_routed_experts // config.n_group
 
     def hook(module, args, output):
-        choice = output[0].float().sigmoid() + module.e_score_correction_bias
+        if type(module).__name__ == "DeepseekV2TopkRouter":  # softmax keeps the logits' order: part them there
+            choice = output[0].float()
+        else:
+            choice = output[0].float().sigmoid() + module.e_score_correction_bias
         group = choice.view(-1, groups, per).topk(2, dim=-1).values.sum(-1).sort(-1, descending=True).values
         if config.topk_group < groups:
             margins.append(float((group[:, config.topk_group - 1] - group[:, config.topk_group]).min()))
@@ -1232,7 +1236,8 @@ def deepseek_routing_margin(model, config, ids):
         gap = masked[:, config.num_experts_per_tok - 1] - masked[:, config.num_experts_per_tok]
         if torch.isfinite(gap).all():
             margins.append(float(gap.min()))
-    handles = [m.register_forward_hook(hook) for m in model.modules() if type(m).__name__ == "DeepseekV3TopkRouter"]
+    handles = [m.register_forward_hook(hook) for m in model.modules()
+               if type(m).__name__ in ("DeepseekV2TopkRouter", "DeepseekV3TopkRouter")]
     assert handles
     with torch.no_grad():
         model.generate(torch.tensor([ids]), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=2, eos_token_id=2)
@@ -1241,7 +1246,7 @@ def deepseek_routing_margin(model, config, ids):
     return min(margins)
 
 
-def write_deepseek(lines, older=False):
+def write_deepseek(lines, older=False, v2=False):
     """DeepSeek V3 as llama.cpp's converter writes it (general.architecture deepseek2): multi-head
     latent attention with q_lora (kv_b split into k_b, transposed, and v_b, key_length kv_lora_rank +
     rope width, the widths in the _mla keys), a dense first layer, then 4 experts (2 a token, sigmoid
@@ -1250,22 +1255,30 @@ def write_deepseek(lines, older=False):
     v_b Q8_0, k_b F16 (its rows are 16 wide), the rest F32. older: as older converters wrote the
     file (attn_kv_b whole, key_length and value_length the heads' widths, no _mla keys), and a V3
     without q_lora (q_proj) whose file leaves out the group, weight-norm and weight-scale keys
-    (llama.cpp then neither limits groups, renormalises nor scales: the reference's config says so)."""
-    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
-    torch.manual_seed(51 if older else 50)  # 50 gave the older file's choices a margin of 0.0497
-    routing = dict(n_group=1, topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False) if older else \
-        dict(n_group=2, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True)
-    config = DeepseekV3Config(vocab_size=96, hidden_size=64, intermediate_size=128, moe_intermediate_size=64,
+    (llama.cpp then neither limits groups, renormalises nor scales: the reference's config says so).
+    v2: DeepSeek V2 (V2-Lite's form: no q_lora, softmax routing greedy over one group, not
+    renormalised, here x2 to show the scale), as newer converters write it."""
+    from transformers import DeepseekV2Config, DeepseekV2ForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM
+    torch.manual_seed(55 if v2 else 51 if older else 50)  # 50 gave the older file's choices a margin of 0.0497
+    if v2:
+        config_class, model_class = DeepseekV2Config, DeepseekV2ForCausalLM
+        routing = dict(n_group=1, topk_group=1, topk_method="greedy", routed_scaling_factor=2.0, norm_topk_prob=False)
+    else:
+        config_class, model_class = DeepseekV3Config, DeepseekV3ForCausalLM
+        routing = dict(n_group=1, topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False) if older else \
+            dict(n_group=2, topk_group=1, routed_scaling_factor=2.5, norm_topk_prob=True)
+    config = config_class(vocab_size=96, hidden_size=64, intermediate_size=128, moe_intermediate_size=64,
                               num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=4, num_experts_per_tok=2,
                               n_shared_experts=1, **routing,
-                              num_attention_heads=4, num_key_value_heads=4, q_lora_rank=None if older else 32, kv_lora_rank=32,
+                              num_attention_heads=4, num_key_value_heads=4, q_lora_rank=None if older or v2 else 32,
+                              kv_lora_rank=32,
                               qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, max_position_embeddings=64,
                               rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
                               initializer_range=0.1,
                               rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
                                                "original_max_position_embeddings": 16, "mscale": 1.0, "mscale_all_dim": 1.0,
                                                "beta_fast": 32.0, "beta_slow": 1.0})
-    model = DeepseekV3ForCausalLM._from_config(config, experts_implementation="eager")
+    model = model_class._from_config(config, experts_implementation="eager")
     with torch.no_grad():  # norms away from 1; the router 4x and its choice bias drawn (routing far from ties)
         for n, p in model.named_parameters():
             if p.ndim == 1 and n.endswith("norm.weight"):
@@ -1276,7 +1289,7 @@ def write_deepseek(lines, older=False):
             if n.endswith("e_score_correction_bias"):
                 b.copy_(0.5 * torch.randn_like(b))
     state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-    name = "deepseek2-v3-older" if older else "deepseek2-v3"
+    name = "deepseek2-v2" if v2 else "deepseek2-v3-older" if older else "deepseek2-v3"
     path = OUT / f"{name}.gguf"
     w = GGUFWriter(str(path), "deepseek2")
     w.add_block_count(config.num_hidden_layers)
@@ -1288,13 +1301,13 @@ def write_deepseek(lines, older=False):
     w.add_rope_freq_base(10000.0)
     w.add_layer_norm_rms_eps(config.rms_norm_eps)
     w.add_expert_used_count(config.num_experts_per_tok)
-    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SOFTMAX if v2 else gguf.ExpertGatingFuncType.SIGMOID)
     if not older:
         w.add_expert_group_count(config.n_group)
         w.add_expert_group_used_count(config.topk_group)
     w.add_leading_dense_block_count(config.first_k_dense_replace)
     w.add_vocab_size(config.vocab_size)
-    if not older:
+    if not older and not v2:
         w.add_q_lora_rank(config.q_lora_rank)
     w.add_kv_lora_rank(config.kv_lora_rank)
     if older:
@@ -1310,7 +1323,7 @@ def write_deepseek(lines, older=False):
     w.add_expert_shared_count(config.n_shared_experts)
     if not older:
         w.add_expert_weights_scale(config.routed_scaling_factor)
-        w.add_expert_weights_norm(True)
+        w.add_expert_weights_norm(config.norm_topk_prob)
     w.add_rope_dimension_count(config.qk_rope_head_dim)
     w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
     w.add_rope_scaling_factor(4.0)
@@ -1333,7 +1346,7 @@ def write_deepseek(lines, older=False):
     w.write_tensors_to_file()
     w.close()
     ids = [1, 17, 42, 5, 88, 23, 61, 9]
-    reference = deepseek_from_gguf(path, config)
+    reference = deepseek_from_gguf(path, config, model_class)
     margin = deepseek_routing_margin(reference, config, ids)
     assert margin > 0.05, f"{name}: choices only {margin} apart"
     lines.append(reference_line(name, reference, ids, 2))
@@ -1842,6 +1855,7 @@ def main():
     write_gpt_oss(lines)
     write_deepseek(lines)
     write_deepseek(lines, older=True)
+    write_deepseek(lines, v2=True)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
@@ -1866,6 +1880,8 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["gpt-oss"]:  # this one alone
         update_one(write_gpt_oss)
     elif sys.argv[1:] == ["deepseek2"]:
-        update_one(lambda lines: (write_deepseek(lines), write_deepseek(lines, older=True)))
+        update_one(lambda lines: (write_deepseek(lines), write_deepseek(lines, older=True), write_deepseek(lines, v2=True)))
+    elif sys.argv[1:] == ["deepseek2-v2"]:
+        update_one(lambda lines: write_deepseek(lines, v2=True))
     else:
         main()
