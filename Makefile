@@ -74,7 +74,7 @@ DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
 
 .PHONY: check-cross test-mpi bench-mpi amalgamation check-amalgamation test-amalgamation test-arm64 all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
 
-all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/tokenize $(BUILD)/embed $(BUILD)/classify $(BUILD)/classify_image $(BUILD)/transcribe \
+all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/tokenize $(BUILD)/quantize $(BUILD)/embed $(BUILD)/classify $(BUILD)/classify_image $(BUILD)/transcribe \
      $(BUILD)/layout \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o server $(if $(filter 1,$(MPI)),$(BUILD)/mpi_generate)
@@ -144,7 +144,7 @@ ARM64_CC    ?= aarch64-linux-gnu-gcc
 ARM64_LD    ?= aarch64-linux-gnu-ld
 ARM64_BUILD := $(BUILD)/arm64
 QEMU_ARM64  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
-ARM64_TOOLS := test_parallelformers generate tokenize embed classify classify_image transcribe layout
+ARM64_TOOLS := test_parallelformers generate tokenize quantize embed classify classify_image transcribe layout
 test-arm64:
 	$(MAKE) CUDA=0 CC=$(ARM64_CC) LD=$(ARM64_LD) BUILD=$(ARM64_BUILD) $(addprefix $(ARM64_BUILD)/,$(ARM64_TOOLS))
 	$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/test_parallelformers test/fixtures "$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/generate"
@@ -202,6 +202,8 @@ $(BUILD)/generate: examples/generate.c examples/media.c examples/media.h $(BUILD
 
 $(BUILD)/tokenize: examples/tokenize.c examples/media.c examples/media.h $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/tokenize.c examples/media.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+$(BUILD)/quantize: examples/quantize.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/quantize.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/embed: examples/embed.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) -D_POSIX_C_SOURCE=200809L examples/embed.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
@@ -469,10 +471,10 @@ INSTALL_SUBST = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e
                     -e 's|@PRIVATE_LIBS@|$(strip $(PRIVATE_LIBS))|g'
 CMAKE_DIR = $(LIBDIR)/cmake/parallelformers
 
-# The command-line tools, installed as pf-generate, pf-tokenize, pf-embed, pf-classify, pf-classify-image,
+# The command-line tools, installed as pf-generate, pf-tokenize, pf-quantize, pf-embed, pf-classify, pf-classify-image,
 # pf-transcribe and pf-server (when built): prefixed, so that generic names do not collide on PATH; linked with the
 # static library, so that they run from any prefix without a run-time library path.
-TOOLS := generate tokenize embed classify classify_image transcribe $(if $(filter 1,$(SERVER_FOUND)),server)
+TOOLS := generate tokenize quantize embed classify classify_image transcribe $(if $(filter 1,$(SERVER_FOUND)),server)
 TOOL_NAME = pf-$(subst _,-,$(1))
 install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(addprefix $(BUILD)/,$(TOOLS))
 	install -d $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(CMAKE_DIR) $(DESTDIR)$(BINDIR)
@@ -488,7 +490,7 @@ install: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(addprefix $(BUILD)/,
 	$(INSTALL_SUBST) packaging/parallelformers-config-version.cmake.in > $(DESTDIR)$(CMAKE_DIR)/parallelformers-config-version.cmake
 
 uninstall:
-	rm -f $(foreach t,generate tokenize embed classify classify_image transcribe server,$(DESTDIR)$(BINDIR)/$(call TOOL_NAME,$(t)))
+	rm -f $(foreach t,generate tokenize quantize embed classify classify_image transcribe server,$(DESTDIR)$(BINDIR)/$(call TOOL_NAME,$(t)))
 	rm -f $(DESTDIR)$(INCLUDEDIR)/parallelformers.h $(DESTDIR)$(LIBDIR)/libparallelformers.a \
 	      $(DESTDIR)$(LIBDIR)/$(SHARED) $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libparallelformers.so \
 	      $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers.pc $(DESTDIR)$(LIBDIR)/pkgconfig/parallelformers-static.pc \

@@ -258,6 +258,7 @@ typedef struct pf__sub_block {
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *block, int j, pf__sub_block *out);
 PF_PRIVATE int pf__block_has_min(pf__dtype t);
 PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size);
+PF_PRIVATE void pf__unmap_file(pf__file_map *map);
 PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b);
 PF_PRIVATE void pf__st_close(pf__st_index *index);
 PF_PRIVATE pf_result pf__maps_unchanged(const pf__st_index *index, char *message, size_t size);
@@ -3355,7 +3356,7 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
     return PF_OK;
 }
 
-static void pf__unmap_file(pf__file_map *map) {
+PF_PRIVATE void pf__unmap_file(pf__file_map *map) {
     if (map->data) pf__unmap_view(map->data, map->size);
     if (map->fd >= 0) close(map->fd);
     free(map->path);
@@ -29468,6 +29469,215 @@ done:
     return r;
 }
 
+
+/* ---- writing: a copy with its matrices in another dtype (pf_quantize_gguf) ---- */
+
+/* The bytes of metadata value kv (after its type, and an array's element type and count). */
+static size_t pf__gguf_value_bytes(const pf__gguf_kv *kv) {
+    if (kv->elem_type != PF__GGUF_STRING) return (size_t)kv->count * pf__gguf_value_size[kv->elem_type];
+    size_t at = 0;
+    for (uint64_t k = 0; k < kv->count; k++) at += 8 + (size_t)pf__gguf_le(kv->value + at, 8); /* checked at parsing */
+    return at;
+}
+
+/* llama.cpp's general.file_type for a file whose matrices are all of dtype t (its llama_ftype). */
+static uint32_t pf__gguf_file_type(pf_dtype t) {
+    return t == PF_DTYPE_F32 ? 0 : t == PF_DTYPE_F16 ? 1 : t == PF_DTYPE_Q4_0 ? 2 : t == PF_DTYPE_Q8_0 ? 7 : 32;
+}
+
+/* Whether tensor t becomes dtype `to` (ggml type): a matrix (two or more dimensions; a mixture's
+   stacked experts too) whose rows are whole blocks of `to`, not a router (ffn_gate_inp: its
+   logits choose the experts, and llama.cpp's quantizer leaves it alone, as pf_parallelize does). */
+static int pf__gguf_converts(const pf__gguf_tensor *t, uint32_t to) {
+    static const char router[] = "ffn_gate_inp";
+    size_t n = sizeof router - 1;
+    for (size_t i = 0; i + n <= t->name_len; i++)
+        if (!memcmp(t->name + i, router, n)) return 0;
+    return t->ndim >= 2 && t->type != to && t->cols % pf__ggml_types[to].block == 0;
+}
+
+/* Row `row` of tensor t as fp32 values, into out[t->cols]. */
+static void pf__gguf_row_values(const pf__gguf_tensor *t, size_t row, float *out) {
+    size_t block = pf__ggml_types[t->type].block, bytes = pf__ggml_types[t->type].bytes;
+    const uint8_t *p = t->data + row * (t->cols / block) * bytes;
+    pf__dtype dtype = pf__ggml_types[t->type].dtype;
+    for (size_t i = 0; i < t->cols / block; i++, p += bytes) {
+        if (dtype == PF__DTYPE_F32) memcpy(&out[i], p, 4);
+        else if (dtype == PF__DTYPE_F16) out[i] = pf__f16_to_f32((uint16_t)(p[0] | p[1] << 8));
+        else if (dtype == PF__DTYPE_BF16) out[i] = pf__bf16_to_f32((uint16_t)(p[0] | p[1] << 8));
+        else pf__block_dequantize(dtype, p, out + i * block);
+    }
+}
+
+/* Row values [cols] (in place, as the quantizers work) encoded as ggml type `to` into out. */
+static void pf__gguf_encode_row(float *values, size_t cols, uint32_t to, uint8_t *out) {
+    if (to == PF__GGML_Q8_0 || to == PF__GGML_Q4_0) {
+        if (to == PF__GGML_Q8_0) pf__q8_quantize(values, 1, cols); /* the same code pf_parallelize quantizes with */
+        else pf__q4_quantize(values, 1, cols);
+        memcpy(out, values, cols / 32 * pf__ggml_types[to].bytes);
+        return;
+    }
+    if (to == PF__GGML_F32) {
+        memcpy(out, values, cols * sizeof *values);
+        return;
+    }
+    for (size_t i = 0; i < cols; i++) {
+        uint16_t h = to == PF__GGML_F16 ? pf__f32_to_f16(values[i]) : pf__f32_to_bf16(values[i]);
+        out[2 * i] = (uint8_t)h;
+        out[2 * i + 1] = (uint8_t)(h >> 8);
+    }
+}
+
+/* A file being written: where it is, and whether a write failed (the writes after one do nothing). */
+typedef struct pf__gguf_out {
+    FILE *f;
+    uint64_t at;
+    int bad;
+} pf__gguf_out;
+
+static void pf__gguf_put_bytes(pf__gguf_out *o, const void *p, size_t n) {
+    if (!o->bad && n && fwrite(p, 1, n, o->f) != n) o->bad = 1;
+    o->at += n;
+}
+
+static void pf__gguf_put_u(pf__gguf_out *o, uint64_t v, int bytes) { /* little-endian */
+    uint8_t b[8];
+    for (int i = 0; i < bytes; i++) b[i] = (uint8_t)(v >> 8 * i);
+    pf__gguf_put_bytes(o, b, (size_t)bytes);
+}
+
+static void pf__gguf_put_string(pf__gguf_out *o, const char *s, size_t len) {
+    pf__gguf_put_u(o, len, 8);
+    pf__gguf_put_bytes(o, s, len);
+}
+
+static void pf__gguf_put_padding(pf__gguf_out *o, uint64_t alignment) {
+    static const uint8_t zeros[64] = {0};
+    for (uint64_t n = (alignment - o->at % alignment) % alignment; n > 0;) {
+        size_t k = n > sizeof zeros ? sizeof zeros : (size_t)n;
+        pf__gguf_put_bytes(o, zeros, k);
+        n -= k;
+    }
+}
+
+/* g written to f with its matrices as ggml type `to`: the metadata as it is (general.file_type
+   set to match), the tensors in name order at the file's alignment. */
+static pf_result pf__gguf_write(const pf__gguf *g, FILE *f, uint32_t to, pf_dtype dtype, char *message, size_t size) {
+    static const char file_type_key[] = "general.file_type";
+    uint64_t alignment;
+    pf_result r = pf__gguf_alignment(g, &alignment, message, size);
+    if (r) return r;
+    pf__gguf_out o = {f, 0, 0};
+    int has_file_type = pf__gguf_find(g, file_type_key) != NULL;
+    pf__gguf_put_bytes(&o, "GGUF", 4);
+    pf__gguf_put_u(&o, 3, 4);
+    pf__gguf_put_u(&o, g->num_tensors, 8);
+    pf__gguf_put_u(&o, g->num_kvs + !has_file_type, 8);
+    for (size_t i = 0; i < g->num_kvs; i++) {
+        const pf__gguf_kv *kv = &g->kvs[i];
+        if (kv->key_len == sizeof file_type_key - 1 && !memcmp(kv->key, file_type_key, kv->key_len)) continue;
+        pf__gguf_put_string(&o, kv->key, kv->key_len);
+        pf__gguf_put_u(&o, kv->type, 4);
+        if (kv->type == PF__GGUF_ARRAY) {
+            pf__gguf_put_u(&o, kv->elem_type, 4);
+            pf__gguf_put_u(&o, kv->count, 8);
+        }
+        pf__gguf_put_bytes(&o, kv->value, pf__gguf_value_bytes(kv));
+    }
+    pf__gguf_put_string(&o, file_type_key, sizeof file_type_key - 1);
+    pf__gguf_put_u(&o, PF__GGUF_U32, 4);
+    pf__gguf_put_u(&o, pf__gguf_file_type(dtype), 4);
+    uint64_t offset = 0;
+    size_t widest = 1;
+    for (size_t i = 0; i < g->num_tensors; i++) {
+        const pf__gguf_tensor *t = &g->tensors[i];
+        uint32_t type = pf__gguf_converts(t, to) ? to : t->type;
+        pf__gguf_put_string(&o, t->name, t->name_len);
+        pf__gguf_put_u(&o, (uint64_t)t->ndim, 4);
+        for (int d = 0; d < t->ndim; d++) pf__gguf_put_u(&o, t->ne[d], 8);
+        pf__gguf_put_u(&o, type, 4);
+        pf__gguf_put_u(&o, offset, 8);
+        uint64_t bytes = (uint64_t)t->rows * (t->cols / pf__ggml_types[type].block) * pf__ggml_types[type].bytes;
+        offset += (bytes + alignment - 1) / alignment * alignment;
+        widest = t->cols > widest ? t->cols : widest;
+    }
+    float *values = (float *)malloc(widest * sizeof *values);
+    uint8_t *row = (uint8_t *)malloc(widest * sizeof *values);
+    if (!values || !row) {
+        free(values);
+        free(row);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    for (size_t i = 0; i < g->num_tensors && !o.bad; i++) {
+        const pf__gguf_tensor *t = &g->tensors[i];
+        pf__gguf_put_padding(&o, alignment);
+        if (!pf__gguf_converts(t, to)) {
+            pf__gguf_put_bytes(&o, t->data, t->bytes);
+            continue;
+        }
+        size_t row_bytes = t->cols / pf__ggml_types[to].block * pf__ggml_types[to].bytes;
+        for (size_t k = 0; k < t->rows; k++) {
+            pf__gguf_row_values(t, k, values);
+            pf__gguf_encode_row(values, t->cols, to, row);
+            pf__gguf_put_bytes(&o, row, row_bytes);
+        }
+    }
+    pf__gguf_put_padding(&o, alignment);
+    free(values);
+    free(row);
+    return o.bad ? pf__format(message, size, PF_ERROR_IO, "cannot write the GGUF file") : PF_OK;
+}
+
+pf_result pf_quantize_gguf(const char *in_path, const char *out_path, pf_dtype dtype, char *error, size_t error_size) {
+    static const uint32_t types[] = {[PF_DTYPE_F32] = PF__GGML_F32, [PF_DTYPE_F16] = PF__GGML_F16,
+                                     [PF_DTYPE_BF16] = PF__GGML_BF16, [PF_DTYPE_Q8_0] = PF__GGML_Q8_0,
+                                     [PF_DTYPE_Q4_0] = PF__GGML_Q4_0};
+    if (!in_path || !out_path)
+        return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT, "pf_quantize_gguf: a path is NULL");
+    if (dtype <= PF_DTYPE_AUTO || dtype > PF_DTYPE_Q4_0)
+        return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT, "pf_quantize_gguf: dtype %d is not f32, f16, bf16, "
+                          "q8_0 or q4_0", (int)dtype);
+    pf__file_map map;
+    pf__gguf g;
+    memset(&map, 0, sizeof map);
+    map.fd = -1;
+    memset(&g, 0, sizeof g);
+    pf_result r = pf__map_file(in_path, &map, error, error_size);
+    uint64_t splits = 1;
+    if (!r) {
+        g.path = in_path;
+        g.data = map.data;
+        g.size = map.size;
+        r = pf__gguf_parse(&g, error, error_size);
+    }
+    if (!r && pf__gguf_get_uint(&g, "split.count", &splits) == 1 && splits > 1)
+        r = pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "%s: a GGUF split over %llu files: join it first "
+                       "(llama.cpp's gguf-split --merge)", in_path, (unsigned long long)splits);
+    char *temporary = NULL;
+    if (!r) { /* written beside the output, then renamed over it: no half-written file under its name */
+        size_t n = strlen(out_path) + 8;
+        temporary = (char *)malloc(n);
+        if (!temporary) r = pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        else snprintf(temporary, n, "%s.tmpXX", out_path);
+    }
+    FILE *f = r ? NULL : fopen(temporary, "wb");
+    if (!r && !f) r = pf__format(error, error_size, PF_ERROR_IO, "%s: cannot create it", temporary);
+    if (!r) {
+        r = pf__gguf_write(&g, f, types[dtype], dtype, error, error_size);
+        if (fclose(f) && !r) r = pf__format(error, error_size, PF_ERROR_IO, "%s: cannot write it", temporary);
+#ifdef _WIN32
+        if (!r) remove(out_path); /* rename does not replace a file there */
+#endif
+        if (!r && rename(temporary, out_path))
+            r = pf__format(error, error_size, PF_ERROR_IO, "%s: cannot rename it as %s", temporary, out_path);
+        if (r) remove(temporary);
+    }
+    free(temporary);
+    free(g.kvs);
+    free(g.tensors);
+    pf__unmap_file(&map);
+    return r;
+}
 /* ==== src/api.c ==== */
 /* =============================================================================================== */
 /* public API                                                                                      */

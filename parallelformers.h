@@ -371,6 +371,21 @@ typedef enum pf_dtype {
     PF_DTYPE_Q4_0
 } pf_dtype;
 
+/* Writes a copy of the GGUF file IN_PATH to OUT_PATH with its matrices in DTYPE (PF_DTYPE_F32,
+   _F16, _BF16, _Q8_0 or _Q4_0), as llama.cpp's llama-quantize does: every tensor of two or more
+   dimensions (a mixture's stacked experts too) whose rows are whole blocks of DTYPE, except the
+   routers (ffn_gate_inp); vectors, the other tensors and every metadata key as they are, and
+   general.file_type set to match. Values are read in the file's type (blocks dequantized) and
+   Q8_0 / Q4_0 made by the code pf_parallelize quantizes with, so that pf_load of the copy holds,
+   bit for bit, the blocks PF_DTYPE_Q8_0 or PF_DTYPE_Q4_0 would make of those rows at load (one
+   rank gives the same logits with either file; a rank slice that cuts blocks is kept in fp16 of
+   the values its file holds). The
+   copy is written beside OUT_PATH and renamed over it at the end (OUT_PATH may be IN_PATH). A file
+   split by gguf-split is refused (merge it first). error (error_size bytes, may be NULL) gets the
+   message. Results: PF_ERROR_INVALID_ARGUMENT, PF_ERROR_IO, PF_ERROR_FORMAT (not a GGUF file we
+   read), PF_ERROR_UNSUPPORTED, PF_ERROR_OUT_OF_MEMORY. Any thread; build/quantize is its CLI. */
+pf_result pf_quantize_gguf(const char *in_path, const char *out_path, pf_dtype dtype, char *error, size_t error_size);
+
 /* Where a mixture of experts' experts go (pf_parallel_options.expert_split). */
 typedef enum pf_expert_split {
     PF_EXPERT_SPLIT_AUTO = 0, /* whole experts, unless the model has fewer experts than ranks: columns */

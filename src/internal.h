@@ -216,6 +216,7 @@ typedef struct pf__sub_block {
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *block, int j, pf__sub_block *out);
 PF_PRIVATE int pf__block_has_min(pf__dtype t);
 PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *message, size_t size);
+PF_PRIVATE void pf__unmap_file(pf__file_map *map);
 PF_PRIVATE int pf__tensor_cmp(const void *a, const void *b);
 PF_PRIVATE void pf__st_close(pf__st_index *index);
 PF_PRIVATE pf_result pf__maps_unchanged(const pf__st_index *index, char *message, size_t size);

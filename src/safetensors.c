@@ -93,7 +93,7 @@ PF_PRIVATE pf_result pf__map_file(const char *path, pf__file_map *map, char *mes
     return PF_OK;
 }
 
-static void pf__unmap_file(pf__file_map *map) {
+PF_PRIVATE void pf__unmap_file(pf__file_map *map) {
     if (map->data) pf__unmap_view(map->data, map->size);
     if (map->fd >= 0) close(map->fd);
     free(map->path);

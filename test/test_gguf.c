@@ -279,6 +279,104 @@ static void gguf_check_requantized_blocks(void) {
               q8_same, BLOCKS, q4_same, BLOCKS);
 }
 
+/* The logits of the GGUF file at path for the prompt on `ranks` CPU ranks in dtype into logits,
+   and the weights' bytes on rank 0. */
+static pf_result gguf_run(const char *path, int ranks, pf_dtype dtype, const int32_t *prompt, int n, float *logits,
+                          size_t *weights) {
+    pf_model *m = NULL;
+    pf_result r = pf_load(path, NULL, &m);
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.dtype = dtype;
+    pf_memory_info memory = {0};
+    if (!r) r = pf_parallelize(m, ranks, &po);
+    if (!r) r = pf_get_memory_info(m, 0, &memory);
+    if (!r) r = pf_forward(m, prompt, 1, n, logits);
+    CHECK_MSG(r == PF_OK, "%s on %d ranks: %s", path, ranks, pf_error_message(m));
+    *weights = memory.weights;
+    pf_free(m);
+    return r;
+}
+
+/* Whether files a and b hold the same bytes. */
+static int gguf_same_file(const char *a, const char *b) {
+    size_t a_size = 0, b_size = 0;
+    char *x = test_read_file(a, &a_size), *y = test_read_file(b, &b_size);
+    int same = x && y && a_size == b_size && !memcmp(x, y, a_size);
+    free(x);
+    free(y);
+    return same;
+}
+
+/* pf_quantize_gguf (build/quantize) keeps a quantization made at load: an F32 file written as
+   Q8_0 (Q4_0) and loaded with that dtype gives the logits, bit for bit, of the F32 file loaded
+   with it, on a rank (GPT-NeoX's fused qkv; Llama 4's stacked experts beside its router, which
+   stays F32; on ranks whose slices cut blocks, those slices keep fp16 of the values either file
+   holds); loaded as it is, its weights take under a third (a sixth) of the F32 ones';
+   written as F32 and back, the copy is the same file. Bad calls are refused with a message. */
+static void gguf_check_quantize_file(const char *file, const char *dir) {
+    char f32[1100], copy[1100], back[1100], again[1100], error[512];
+    snprintf(f32, sizeof f32, "%s/gguf/%s", test_fixtures, file);
+    snprintf(copy, sizeof copy, "%s/copy.gguf", dir);
+    snprintf(back, sizeof back, "%s/back.gguf", dir);
+    snprintf(again, sizeof again, "%s/again.gguf", dir);
+    static const int32_t prompt[5] = {1, 17, 42, 5, 88};
+    static const pf_dtype dtypes[2] = {PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
+    float want[5 * 512], got[5 * 512];
+    size_t f32_weights = 0, weights = 0;
+    pf_model *probe = NULL;
+    pf_result r = pf_load(f32, NULL, &probe);
+    size_t count = r ? 0 : 5 * (size_t)pf_get_info(probe).vocab_size;
+    pf_free(probe);
+    CHECK_MSG(r == PF_OK && count && count <= sizeof want / sizeof *want, "%s: vocabulary of %zu", file, count / 5);
+    if (r || !count || count > sizeof want / sizeof *want || gguf_run(f32, 1, PF_DTYPE_AUTO, prompt, 5, want, &f32_weights))
+        return;
+    for (int k = 0; k < 2; k++) {
+        const char *name = k ? "q4_0" : "q8_0";
+        r = pf_quantize_gguf(f32, copy, dtypes[k], error, sizeof error);
+        CHECK_MSG(r == PF_OK, "pf_quantize_gguf %s %s: %s", file, name, error);
+        if (r || gguf_run(copy, 1, PF_DTYPE_AUTO, prompt, 5, got, &weights)) continue;
+        CHECK_MSG((k ? 6 : 3) * weights < f32_weights, "%s as %s: weights in %zu bytes, %zu in F32", file, name, weights,
+                  f32_weights);
+        printf("  %s as %s: weights in %zu bytes (%zu in F32)\n", file, name, weights, f32_weights);
+        if (!gguf_run(f32, 1, dtypes[k], prompt, 5, want, &weights) && !gguf_run(copy, 1, dtypes[k], prompt, 5, got, &weights))
+            CHECK_MSG(!memcmp(want, got, count * sizeof *got), "%s as %s: logits %g from the F32 file's in %s", file, name,
+                      test_max_abs_diff(got, want, count), name);
+        r = pf_quantize_gguf(copy, back, PF_DTYPE_F32, error, sizeof error);
+        if (!r) r = pf_quantize_gguf(back, again, dtypes[k], error, sizeof error);
+        CHECK_MSG(r == PF_OK && gguf_same_file(copy, again), "%s as %s, as F32, as %s again: %s", file, name, name,
+                  r ? error : "another file");
+    }
+    unlink(copy);
+    unlink(back);
+    unlink(again);
+}
+
+static void gguf_check_quantize(void) {
+    char dir[] = "/tmp/pf_gguf_quantize_XXXXXX", path[1100], out[1100], error[512];
+    if (!mkdtemp(dir)) {
+        CHECK_MSG(0, "mkdtemp");
+        return;
+    }
+    gguf_check_quantize_file("gpt_neox-f32.gguf", dir);
+    gguf_check_quantize_file("llama4-f32.gguf", dir);
+    snprintf(path, sizeof path, "%s/gguf/gpt_neox-f32.gguf", test_fixtures);
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    pf_result r = pf_quantize_gguf(path, out, PF_DTYPE_AUTO, error, sizeof error);
+    CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(error, "is not f32, f16, bf16, q8_0 or q4_0"), "dtype auto: %s", error);
+    snprintf(path, sizeof path, "%s/gguf/gguf_reference.txt", test_fixtures);
+    r = pf_quantize_gguf(path, out, PF_DTYPE_Q8_0, error, sizeof error);
+    CHECK_MSG(r == PF_ERROR_FORMAT && strstr(error, "not a GGUF file"), "a text file: %s", error);
+    snprintf(path, sizeof path, "%s/gguf/llama-split-00001-of-00003.gguf", test_fixtures);
+    r = pf_quantize_gguf(path, out, PF_DTYPE_Q8_0, error, sizeof error);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(error, "a GGUF split over 3 files"), "a split file: %s", error);
+    snprintf(path, sizeof path, "%s/gguf/gpt_neox-f32.gguf", test_fixtures);
+    snprintf(out, sizeof out, "%s/no/such/dir/out.gguf", dir);
+    r = pf_quantize_gguf(path, out, PF_DTYPE_Q8_0, error, sizeof error);
+    CHECK_MSG(r == PF_ERROR_IO && strstr(error, "cannot create it"), "an output in no directory: %s", error);
+    rmdir(dir);
+}
+
 /* A GGUF split over 3 files (llama-split-0000K-of-00003.gguf) loads from its first part (the
    reference lines check its logits); a later part, a first part renamed, or a set missing a part
    is refused, naming what to load or what is missing. */
@@ -694,6 +792,7 @@ void test_gguf(void) {
     gguf_check_blocks_to_cpu("gpt2-q8.gguf");
     gguf_check_blocks_to_cpu("llama-q2k.gguf");
     gguf_check_split();
+    gguf_check_quantize();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");
     gguf_check_tokenizer("llama3-rope", "llama3-rope-rope-freqs.gguf"); /* "llama-bpe": LLaMA 3's split, ignore_merges */

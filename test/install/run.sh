@@ -97,7 +97,7 @@ else
     echo "FAIL pf-generate on the prefix's PATH"
     failed=$((failed + 1))
 fi
-tools=(pf-tokenize pf-embed pf-classify pf-classify-image pf-transcribe)
+tools=(pf-tokenize pf-quantize pf-embed pf-classify pf-classify-image pf-transcribe)
 [ -x "$BUILD/server" ] && tools+=(pf-server)
 for tool in "${tools[@]}"; do
     if PATH="$prefix/bin:$PATH" "$tool" --help >/dev/null 2>&1; then
