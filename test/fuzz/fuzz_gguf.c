@@ -3,7 +3,8 @@
    decoder small enough to be cheap, split onto one CPU rank in fp32, fp16 or Q8_0 (picked by the
    file's size: the plain tensors' conversions and the requantizer of the dequantized blocks) and
    run forward on four ids. The KV cache is sized by the options here, not by the file's context
-   length. */
+   length. Any file (loadable or not) small enough is also written by pf_quantize_gguf as Q8_0 or
+   Q4_0, and the copy loaded. */
 #include "fuzz.h"
 
 /* Weights beyond this many bytes in the file are not split and run (a forward costs about their
@@ -15,6 +16,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     pf_model *model = NULL;
     fuzz_write("model.gguf", data, size);
     fuzz_path(path, sizeof path, "model.gguf");
+    if (size <= FUZZ_MAX_RUN_BYTES) {
+        char copy[256];
+        fuzz_path(copy, sizeof copy, "copy.gguf");
+        if (pf_quantize_gguf(path, copy, size % 2 ? PF_DTYPE_Q8_0 : PF_DTYPE_Q4_0, NULL, 0) == PF_OK) {
+            pf_load(copy, NULL, &model);
+            pf_free(model);
+            model = NULL;
+        }
+    }
     if (pf_load(path, NULL, &model) != PF_OK) {
         pf_free(model);
         return 0;
