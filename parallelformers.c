@@ -382,6 +382,8 @@ typedef enum {
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
     PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
+    PF__SLOT_DOC_PROJECTION,        /* [projection_dim, hidden]: RetriBERT's second one, of documents (the first: of
+                                       questions), no bias */
     PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
     PF__SLOT_LM_HEAD_EXTRA,         /* [hidden - E, vocab]: MobileBERT's decoder columns beyond the embedding's:
                                        the LM head is [E | extra^T] per vocabulary row, joined at load */
@@ -1961,6 +1963,7 @@ typedef struct pf__job {
     const int *pool_at;   /* FORWARD, encoders: host [batch], the pooled token of each row (after
                              its left pads); NULL: the first */
     float *embeds;        /* FORWARD, encoders with a projection: host [batch][projection_dim], or NULL */
+    float *doc_embeds;    /* FORWARD, encoders with a document projection: host [batch][projection_dim], or NULL */
     int encoder_pass;     /* FORWARD, encoder-decoders: the encoder tower on step's ids, its output
                              into the cross caches (rows 0..batch-1) and `hidden` */
     const int *reorder_dst, *reorder_src; /* REORDER: host [reorder_count]: cache row reorder_dst[k]
@@ -6507,7 +6510,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, PROJECT_OUT) PF__NAME(PF__SLOT_, FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, FINAL_NORM_BIAS)
         PF__NAME(PF__SLOT_, LM_HEAD) PF__NAME(PF__SLOT_, LM_HEAD_BIAS) PF__NAME(PF__SLOT_, TOKEN_TYPE_EMBED)
         PF__NAME(PF__SLOT_, POOLER_WEIGHT) PF__NAME(PF__SLOT_, POOLER_BIAS) PF__NAME(PF__SLOT_, POOLER_NORM_WEIGHT)
-        PF__NAME(PF__SLOT_, POOLER_NORM_BIAS) PF__NAME(PF__SLOT_, PROJECTION) PF__NAME(PF__SLOT_, LOGIT_SCALE) PF__NAME(PF__SLOT_, LM_HEAD_EXTRA)
+        PF__NAME(PF__SLOT_, POOLER_NORM_BIAS) PF__NAME(PF__SLOT_, PROJECTION) PF__NAME(PF__SLOT_, DOC_PROJECTION) PF__NAME(PF__SLOT_, LOGIT_SCALE) PF__NAME(PF__SLOT_, LM_HEAD_EXTRA)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_WEIGHT)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_BIAS) PF__NAME(PF__SLOT_, HEAD_NORM_WEIGHT) PF__NAME(PF__SLOT_, HEAD_NORM_BIAS)
         PF__NAME(PF__SLOT_, CLASSIFIER_WEIGHT) PF__NAME(PF__SLOT_, CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, SPAN_WEIGHT)
@@ -7676,7 +7679,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
-    case PF__SLOT_PROJECTION: *rows = (size_t)c->projection_dim; *cols = h; break;
+    case PF__SLOT_PROJECTION:
+    case PF__SLOT_DOC_PROJECTION: *rows = (size_t)c->projection_dim; *cols = h; break;
     case PF__SLOT_LOGIT_SCALE: *rows = 1; break;
     case PF__SLOT_SPAN_BIAS: *rows = 2; break;
     case PF__SLOT_DISCRIMINATOR_WEIGHT: *rows = h; *cols = h; break;
@@ -25561,6 +25565,10 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
             be->matmul(r, r->projected, pooled, &W[PF__SLOT_PROJECTION], NULL, B);
             if (job->embeds) be->download(r, job->embeds, r->projected, B * (size_t)c->projection_dim * sizeof(float));
         }
+        if (PF__HAS(W[PF__SLOT_DOC_PROJECTION]) && job->doc_embeds) { /* RetriBERT's documents, after its questions */
+            be->matmul(r, r->projected, pooled, &W[PF__SLOT_DOC_PROJECTION], NULL, B);
+            be->download(r, job->doc_embeds, r->projected, B * (size_t)c->projection_dim * sizeof(float));
+        }
     }
     if (!job->logits) return;
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE) {
@@ -25625,6 +25633,8 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         if (m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || job->pool_at) {
             if (job->pooled) PF__BY_FIRST_RANK(job->pooled, B * d);
             if (m->sources[PF__SLOT_PROJECTION].data && job->embeds) PF__BY_FIRST_RANK(job->embeds, B * (size_t)c->projection_dim);
+            if (m->sources[PF__SLOT_DOC_PROJECTION].data && job->doc_embeds)
+                PF__BY_FIRST_RANK(job->doc_embeds, B * (size_t)c->projection_dim);
         }
         if (job->logits && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_IMAGE_CLASSIFICATION ||
                             c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE))
@@ -30606,6 +30616,7 @@ void pf_encoding_free(pf_encoding *e) {
     free(e->last_hidden_state);
     free(e->pooled);
     free(e->embeds);
+    free(e->doc_embeds);
     free(e->logits);
     free(e);
 }
@@ -30620,6 +30631,9 @@ static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
         e->projection_dim = c->projection_dim;
         e->embeds = (float *)malloc((size_t)batch * c->projection_dim * sizeof(float));
     }
+    if (m->sources[PF__SLOT_DOC_PROJECTION].data &&
+        !(e->doc_embeds = (float *)malloc((size_t)batch * c->projection_dim * sizeof(float))))
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if ((pools && !e->pooled) || (e->projection_dim && !e->embeds)) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     return PF_OK;
 }
@@ -30848,6 +30862,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                        .hidden = hidden,
                        .pooled = e->pooled,
                        .embeds = e->embeds,
+                       .doc_embeds = e->doc_embeds,
                        .pool_at = pool_at,
                        .logits = logits,
                        .encoder_pass = seq2seq};

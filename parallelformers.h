@@ -577,7 +577,10 @@ typedef struct pf_encoding {
     int projection_dim;       /* embeds' width; 0 without a projection */
     float *embeds;            /* [batch][projection_dim]: pooled through the model's projection
                                  (CLIP's get_text_features / get_image_features: text_embeds,
-                                 image_embeds before normalisation); NULL without one */
+                                 image_embeds before normalisation; RetriBERT's embed_questions);
+                                 NULL without one */
+    float *doc_embeds;        /* [batch][projection_dim]: RetriBERT's embed_answers (pooled through
+                                 its document projection); NULL for other models */
 } pf_encoding;
 
 /* Runs an encoder model on `batch` rows of token ids of any lengths (each at least 1 and within

@@ -144,6 +144,7 @@ void pf_encoding_free(pf_encoding *e) {
     free(e->last_hidden_state);
     free(e->pooled);
     free(e->embeds);
+    free(e->doc_embeds);
     free(e->logits);
     free(e);
 }
@@ -158,6 +159,9 @@ static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
         e->projection_dim = c->projection_dim;
         e->embeds = (float *)malloc((size_t)batch * c->projection_dim * sizeof(float));
     }
+    if (m->sources[PF__SLOT_DOC_PROJECTION].data &&
+        !(e->doc_embeds = (float *)malloc((size_t)batch * c->projection_dim * sizeof(float))))
+        return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if ((pools && !e->pooled) || (e->projection_dim && !e->embeds)) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     return PF_OK;
 }
@@ -386,6 +390,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                        .hidden = hidden,
                        .pooled = e->pooled,
                        .embeds = e->embeds,
+                       .doc_embeds = e->doc_embeds,
                        .pool_at = pool_at,
                        .logits = logits,
                        .encoder_pass = seq2seq};

@@ -889,6 +889,10 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
             be->matmul(r, r->projected, pooled, &W[PF__SLOT_PROJECTION], NULL, B);
             if (job->embeds) be->download(r, job->embeds, r->projected, B * (size_t)c->projection_dim * sizeof(float));
         }
+        if (PF__HAS(W[PF__SLOT_DOC_PROJECTION]) && job->doc_embeds) { /* RetriBERT's documents, after its questions */
+            be->matmul(r, r->projected, pooled, &W[PF__SLOT_DOC_PROJECTION], NULL, B);
+            be->download(r, job->doc_embeds, r->projected, B * (size_t)c->projection_dim * sizeof(float));
+        }
     }
     if (!job->logits) return;
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE) {
@@ -953,6 +957,8 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         if (m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || job->pool_at) {
             if (job->pooled) PF__BY_FIRST_RANK(job->pooled, B * d);
             if (m->sources[PF__SLOT_PROJECTION].data && job->embeds) PF__BY_FIRST_RANK(job->embeds, B * (size_t)c->projection_dim);
+            if (m->sources[PF__SLOT_DOC_PROJECTION].data && job->doc_embeds)
+                PF__BY_FIRST_RANK(job->doc_embeds, B * (size_t)c->projection_dim);
         }
         if (job->logits && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_IMAGE_CLASSIFICATION ||
                             c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE))

@@ -340,6 +340,8 @@ typedef enum {
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
     PF__SLOT_PROJECTION,            /* [projection_dim, hidden]: the pooled output into the shared space, no bias */
+    PF__SLOT_DOC_PROJECTION,        /* [projection_dim, hidden]: RetriBERT's second one, of documents (the first: of
+                                       questions), no bias */
     PF__SLOT_LOGIT_SCALE,           /* [1]: the dual model's log temperature (read at load, never on a rank) */
     PF__SLOT_LM_HEAD_EXTRA,         /* [hidden - E, vocab]: MobileBERT's decoder columns beyond the embedding's:
                                        the LM head is [E | extra^T] per vocabulary row, joined at load */
@@ -1919,6 +1921,7 @@ typedef struct pf__job {
     const int *pool_at;   /* FORWARD, encoders: host [batch], the pooled token of each row (after
                              its left pads); NULL: the first */
     float *embeds;        /* FORWARD, encoders with a projection: host [batch][projection_dim], or NULL */
+    float *doc_embeds;    /* FORWARD, encoders with a document projection: host [batch][projection_dim], or NULL */
     int encoder_pass;     /* FORWARD, encoder-decoders: the encoder tower on step's ids, its output
                              into the cross caches (rows 0..batch-1) and `hidden` */
     const int *reorder_dst, *reorder_src; /* REORDER: host [reorder_count]: cache row reorder_dst[k]

@@ -81,7 +81,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, PROJECT_OUT) PF__NAME(PF__SLOT_, FINAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, FINAL_NORM_BIAS)
         PF__NAME(PF__SLOT_, LM_HEAD) PF__NAME(PF__SLOT_, LM_HEAD_BIAS) PF__NAME(PF__SLOT_, TOKEN_TYPE_EMBED)
         PF__NAME(PF__SLOT_, POOLER_WEIGHT) PF__NAME(PF__SLOT_, POOLER_BIAS) PF__NAME(PF__SLOT_, POOLER_NORM_WEIGHT)
-        PF__NAME(PF__SLOT_, POOLER_NORM_BIAS) PF__NAME(PF__SLOT_, PROJECTION) PF__NAME(PF__SLOT_, LOGIT_SCALE) PF__NAME(PF__SLOT_, LM_HEAD_EXTRA)
+        PF__NAME(PF__SLOT_, POOLER_NORM_BIAS) PF__NAME(PF__SLOT_, PROJECTION) PF__NAME(PF__SLOT_, DOC_PROJECTION) PF__NAME(PF__SLOT_, LOGIT_SCALE) PF__NAME(PF__SLOT_, LM_HEAD_EXTRA)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_WEIGHT)
         PF__NAME(PF__SLOT_, HEAD_TRANSFORM_BIAS) PF__NAME(PF__SLOT_, HEAD_NORM_WEIGHT) PF__NAME(PF__SLOT_, HEAD_NORM_BIAS)
         PF__NAME(PF__SLOT_, CLASSIFIER_WEIGHT) PF__NAME(PF__SLOT_, CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, SPAN_WEIGHT)
@@ -1250,7 +1250,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
-    case PF__SLOT_PROJECTION: *rows = (size_t)c->projection_dim; *cols = h; break;
+    case PF__SLOT_PROJECTION:
+    case PF__SLOT_DOC_PROJECTION: *rows = (size_t)c->projection_dim; *cols = h; break;
     case PF__SLOT_LOGIT_SCALE: *rows = 1; break;
     case PF__SLOT_SPAN_BIAS: *rows = 2; break;
     case PF__SLOT_DISCRIMINATOR_WEIGHT: *rows = h; *cols = h; break;

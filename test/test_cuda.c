@@ -1477,8 +1477,28 @@ static pf_result encode_reference_rows(pf_model *m, const test_encoder_reference
                           : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
 }
 
+/* The largest difference of two encodings' pooled outputs and projected embeddings (RetriBERT's
+   document ones too; 0 where neither has them). */
+static float pooled_and_embeds_diff(const pf_encoding *got, const pf_encoding *want) {
+    float worst = 0;
+    if (want->pooled && got->pooled)
+        worst = test_max_abs_diff(got->pooled, want->pooled, (size_t)want->batch * want->hidden_size);
+    if (want->embeds && got->embeds) {
+        float diff = test_max_abs_diff(got->embeds, want->embeds, (size_t)want->batch * want->projection_dim);
+        if (diff > worst) worst = diff;
+    }
+    if (want->doc_embeds && got->doc_embeds) {
+        float diff = test_max_abs_diff(got->doc_embeds, want->doc_embeds, (size_t)want->batch * want->projection_dim);
+        if (diff > worst) worst = diff;
+    }
+    CHECK_MSG(!want->pooled == !got->pooled && !want->embeds == !got->embeds && !want->doc_embeds == !got->doc_embeds,
+              "pooled outputs or embeds differ in kind");
+    return worst;
+}
+
 /* An encoder fixture (make_encoder_fixtures.py) on the GPU in fp32, 1 and 2 ranks, against the
-   CPU backend's encoding of the same rows: hidden states, pooled output and head logits. */
+   CPU backend's encoding of the same rows: hidden states, pooled output, projections and head
+   logits. */
 static void test_encoder(const char *name) {
     char dir[1024];
     test_encoder_reference ref;
@@ -1511,15 +1531,13 @@ static void test_encoder(const char *name) {
         size_t tokens = (size_t)want->offsets[want->batch], d = (size_t)want->hidden_size;
         size_t logits = (want->logits_per_token ? tokens : (size_t)want->batch) * (size_t)want->num_logits;
         float worst = test_max_abs_diff(got->last_hidden_state, want->last_hidden_state, tokens * d);
-        if (want->pooled && got->pooled) {
-            float diff = test_max_abs_diff(got->pooled, want->pooled, (size_t)want->batch * d);
-            if (diff > worst) worst = diff;
-        }
+        float pooled = pooled_and_embeds_diff(got, want);
+        if (pooled > worst) worst = pooled;
         if (want->logits && got->logits) {
             float diff = test_max_abs_diff(got->logits, want->logits, logits);
             if (diff > worst) worst = diff;
         }
-        CHECK_MSG(!want->pooled == !got->pooled && !want->logits == !got->logits, "%s: outputs differ in kind", name);
+        CHECK_MSG(!want->logits == !got->logits, "%s: outputs differ in kind", name);
         CHECK_MSG(worst <= 1e-3f, "%s on %d GPU ranks: differs from the CPU by %g", name, ranks, worst);
         printf("  %-10s f32 %d rank%s on the GPU          max |output - CPU| %.3g (tol 0.001)\n", name, ranks,
                ranks > 1 ? "s" : " ", worst);
@@ -1527,20 +1545,6 @@ static void test_encoder(const char *name) {
     }
     pf_encoding_free(want);
     pf_free(m);
-}
-
-/* The largest difference of two encodings' pooled outputs and projected embeddings (0 where
-   neither has them). */
-static float pooled_and_embeds_diff(const pf_encoding *got, const pf_encoding *want) {
-    float worst = 0;
-    if (want->pooled && got->pooled)
-        worst = test_max_abs_diff(got->pooled, want->pooled, (size_t)want->batch * want->hidden_size);
-    if (want->embeds && got->embeds) {
-        float diff = test_max_abs_diff(got->embeds, want->embeds, (size_t)want->batch * want->projection_dim);
-        if (diff > worst) worst = diff;
-    }
-    CHECK_MSG(!want->pooled == !got->pooled && !want->embeds == !got->embeds, "pooled outputs or embeds differ in kind");
-    return worst;
 }
 
 /* An image encoder fixture (make_vision_fixtures.py, make_clip_fixtures.py) on the GPU in fp32, 1

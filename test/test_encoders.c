@@ -88,6 +88,8 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         check_array(what, dir, "hidden.bin", e->last_hidden_state, tokens * (size_t)e->hidden_size);
         check_array(what, dir, "pooled.bin", e->pooled, (size_t)ref.rows * (size_t)e->hidden_size);
         check_array(what, dir, "logits.bin", e->logits, (per_token ? tokens : (size_t)ref.rows) * (size_t)num_logits);
+        check_array(what, dir, "embeds.bin", e->embeds, (size_t)ref.rows * (size_t)e->projection_dim);
+        check_array(what, dir, "doc_embeds.bin", e->doc_embeds, (size_t)ref.rows * (size_t)e->projection_dim);
         pf_encoding_free(e);
     }
     /* gathered back onto one CPU rank, the same outputs */
@@ -100,6 +102,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         snprintf(what, sizeof what, "%s after pf_to_cpu", name);
         check_array(what, dir, "hidden.bin", e->last_hidden_state, tokens * (size_t)e->hidden_size);
         check_array(what, dir, "logits.bin", e->logits, (per_token ? tokens : (size_t)ref.rows) * (size_t)num_logits);
+        check_array(what, dir, "doc_embeds.bin", e->doc_embeds, (size_t)ref.rows * (size_t)e->projection_dim);
     }
     pf_encoding_free(e);
     /* A masked LM gives pf_forward's logits too (one row: its segments all 0, as row 0's are; a
@@ -1185,6 +1188,7 @@ void test_encoders(void) {
     test_encoder_fixture_of("t5-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
     test_encoder_fixture("dpr-question", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("dpr-context", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("retribert", PF_HEAD_NONE, 0, 0); /* transformers 4.57's: test/make_retribert_fixture.py */
     test_encoder_fixture("bert-nsp", PF_HEAD_NEXT_SENTENCE, 2, 0);
     test_encoder_fixture("bert-pretraining", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("ibert", PF_HEAD_NONE, 0, 0);
