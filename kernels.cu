@@ -212,6 +212,13 @@ int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const in
                         size_t count, size_t width);
 int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
+/* ConvBERT's convolutions over each sequence's real tokens (pad: [batch] left pads on the device, or
+   NULL); rows = batch * T. */
+int pf_cuda_depthwise_conv(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const int *pad,
+                           int batch, int T, size_t width, int k);
+int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
+int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
+                      const int *pad, int batch, int T, int heads, int head_dim, int k);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -712,6 +719,51 @@ __global__ void pf_gather_rows_kernel(float *dst, const float *src, const int32_
     PF_GRID_STRIDE(i, count * width) {
         float x = src[(size_t)rows[i / width] * width + i % width];
         dst[i] = scales ? __fmul_rn(scales[i / width], x) : x;
+    }
+}
+
+/* ConvBERT's depthwise convolution, one thread per output: out[n][c] = sum over j < k (in order) of
+   w[c k + j] x[n + j - (k - 1) / 2][c] over the sequence's real tokens (t >= pad[b], t < T); a pad's
+   row 0. */
+__global__ void pf_depthwise_conv_kernel(float *out, const float *x, const void *w, int dtype, const int *pad, int T,
+                                         size_t rows, size_t width, int k) {
+    PF_GRID_STRIDE(i, rows * width) {
+        size_t n = i / width, c = i % width;
+        int t = (int)(n % (size_t)T), first = pad ? pad[n / (size_t)T] : 0, half = (k - 1) / 2;
+        float acc = 0.0f;
+        for (int j = 0; t >= first && j < k; j++) {
+            int at = t + j - half;
+            if (at >= first && at < T)
+                acc = __fadd_rn(acc, __fmul_rn(pf_load(w, dtype, c * (size_t)k + j), x[(n - t + at) * width + c]));
+        }
+        out[i] = acc;
+    }
+}
+
+/* x[row][i] *= y[row * y_stride + i] */
+__global__ void pf_multiply_kernel(float *x, const float *y, size_t y_stride, size_t rows, size_t n) {
+    PF_GRID_STRIDE(i, rows * n) x[i] = __fmul_rn(x[i], y[i / n * y_stride + i % n]);
+}
+
+/* ConvBERT's span convolution, one thread per output: p = softmax over j < k of the head's logits
+   (the max subtracted, the sum in order), out[n][h d + i] = sum over j (in order) of p[j] v[n + j -
+   (k - 1) / 2][h d + i] over the sequence's real tokens; a pad's row 0. */
+__global__ void pf_span_conv_kernel(float *out, const float *logits, size_t logits_stride, const float *v, const int *pad,
+                                    int T, size_t rows, int heads, int head_dim, int k) {
+    size_t width = (size_t)heads * head_dim;
+    PF_GRID_STRIDE(i, rows * width) {
+        size_t n = i / width, col = i % width;
+        int t = (int)(n % (size_t)T), first = pad ? pad[n / (size_t)T] : 0, half = (k - 1) / 2;
+        const float *l = logits + n * logits_stride + col / head_dim * k;
+        float most = l[0], sum = 0.0f, acc = 0.0f;
+        for (int j = 1; j < k; j++) most = fmaxf(most, l[j]);
+        for (int j = 0; j < k; j++) sum = __fadd_rn(sum, expf(l[j] - most));
+        for (int j = 0; t >= first && j < k; j++) {
+            int at = t + j - half;
+            if (at >= first && at < T)
+                acc = __fadd_rn(acc, __fmul_rn(__fdiv_rn(expf(l[j] - most), sum), v[(n - t + at) * width + col]));
+        }
+        out[i] = acc;
     }
 }
 
@@ -2592,6 +2644,33 @@ int pf_cuda_scatter_add_rows(struct pf_cuda_rank *st, float *dst, const float *s
     pf_scatter_add_rows_kernel<<<pf_blocks(count * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(
         dst, src, rows, scales, count, width);
     PF_CUDA_CHECK_LAUNCH(st, pf_scatter_add_rows_kernel);
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_depthwise_conv(struct pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const int *pad,
+                           int batch, int T, size_t width, int k) {
+    size_t rows = (size_t)batch * (size_t)T;
+    if (!rows || !width) return PF_CUDA_OK;
+    pf_depthwise_conv_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, x, w, w_dtype, pad, T,
+                                                                                                 rows, width, k);
+    PF_CUDA_CHECK_LAUNCH(st, pf_depthwise_conv_kernel);
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_multiply(struct pf_cuda_rank *st, float *x, const float *y, size_t y_stride, size_t rows, size_t n) {
+    if (!rows || !n) return PF_CUDA_OK;
+    pf_multiply_kernel<<<pf_blocks(rows * n, PF_THREADS), PF_THREADS, 0, st->stream>>>(x, y, y_stride, rows, n);
+    PF_CUDA_CHECK_LAUNCH(st, pf_multiply_kernel);
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_span_conv(struct pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
+                      const int *pad, int batch, int T, int heads, int head_dim, int k) {
+    size_t rows = (size_t)batch * (size_t)T, width = (size_t)heads * (size_t)head_dim;
+    if (!rows || !width) return PF_CUDA_OK;
+    pf_span_conv_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, logits, logits_stride, v,
+                                                                                            pad, T, rows, heads, head_dim, k);
+    PF_CUDA_CHECK_LAUNCH(st, pf_span_conv_kernel);
     return PF_CUDA_OK;
 }
 

@@ -514,6 +514,19 @@ typedef enum {
     PF__SLOT_FFN2_NORM_WEIGHT, PF__SLOT_FFN2_NORM_BIAS, /* the second, as the first */
     PF__SLOT_FFN3_UP_WEIGHT, PF__SLOT_FFN3_UP_BIAS, PF__SLOT_FFN3_DOWN_WEIGHT, PF__SLOT_FFN3_DOWN_BIAS,
     PF__SLOT_FFN3_NORM_WEIGHT, PF__SLOT_FFN3_NORM_BIAS, /* the third */
+    /* ConvBERT's span-based dynamic convolution beside the attention (conv_kernel > 0): as many
+       heads as the attention's, as wide (Q = heads * head_dim), their outputs after the attention's
+       as the output projection's inputs: */
+    PF__SLOT_CONV_DEPTHWISE_WEIGHT, /* [hidden, conv_kernel]: the key's depthwise convolution over the tokens, */
+    PF__SLOT_CONV_KEY_WEIGHT,       /* [Q, hidden]: then its pointwise one (key_conv_attn_layer), */
+    PF__SLOT_CONV_KEY_BIAS,         /* [Q] */
+    PF__SLOT_CONV_KERNEL_WEIGHT,    /* [heads * conv_kernel, Q]: each head's kernel logits from key * query */
+    PF__SLOT_CONV_KERNEL_BIAS,      /* [heads * conv_kernel] */
+    PF__SLOT_CONV_VALUE_WEIGHT,     /* [Q, hidden]: the values the kernels weigh (conv_out_layer) */
+    PF__SLOT_CONV_VALUE_BIAS,       /* [Q] */
+    PF__SLOT_ATTN_JOINED_OUT_WEIGHT,/* [hidden, 2 Q]: the output projection as the file holds it, split at load
+                                       into PF__SLOT_ATTN_OUT_WEIGHT (its first Q inputs) and: */
+    PF__SLOT_CONV_OUT_WEIGHT,       /* [hidden, Q]: the convolution heads' inputs */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -556,13 +569,17 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    PF__LAYOUT_PER_HEAD: one [head_dim] vector per head, the pattern's second %d the head (StableLM 2's
    q_layernorm.norms.N.weight); read as the VECTOR of heads * head_dim values, the pieces joined
    without a copy.
+   PF__LAYOUT_COLUMN: a vector stored as [n, 1] (ConvBERT's separable convolution's bias); read as VECTOR.
+   PF__LAYOUT_GROUPED_IN_OUT: [groups, in / groups, out / groups], each group's [in, out] (ConvBERT's
+   GroupedLinearLayer: output block g of x's input block g times weight[g]), groups from the slot's
+   config field; with 1 group an nn.Linear's [out, in]. Read as OUT_IN, block-diagonal as GROUPED.
    PF__LAYOUT_GROUPED: [out, in / groups, 1], a 1-D convolution of kernel 1 in `groups` groups
    (SqueezeBERT's conv1d; groups from the slot's config field, pf__slot_groups): output o reads
    only the inputs of its group o / (out / groups). Read as OUT_IN, the block-diagonal [out, in]
    with zeros outside the groups, so that the ranks split it as the dense layer it stands for. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
                PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
-               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED } pf__layout;
+               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED, PF__LAYOUT_COLUMN, PF__LAYOUT_GROUPED_IN_OUT } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -758,6 +775,8 @@ typedef struct pf__config {
                                        meant it; CLIP's text); -1: the first token */
     int pool_first_token;           /* 1: the pooled output is the first token's state as it is (DPR's
                                        encoders, which have no pooler) */
+    int choice_pool_last;           /* 1: a multiple-choice head scores each row's last token's state as
+                                       it is (ConvBERT's sequence summary, summary_type "last") */
     int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
     int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
     int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
@@ -984,6 +1003,10 @@ typedef struct pf__config {
     /* Grouped linear layers (PF__LAYOUT_GROUPED, SqueezeBERT's q_groups ... output_groups): each
        slot's group count; 0 or 1: dense */
     int q_groups, k_groups, v_groups, attn_out_groups, mlp_up_groups, mlp_down_groups;
+    /* ConvBERT: span-based dynamic convolution heads of conv_kernel taps (odd; 0: none) beside the
+       attention's; num_heads is num_attention_heads / head_ratio (at least 1), head_dim half of
+       hidden / num_heads (PF__SLOT_CONV_*) */
+    int conv_kernel, head_ratio;
     /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
        attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
        MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
@@ -1771,6 +1794,19 @@ typedef struct pf__backend {
                         size_t width);
     void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
+    /* ConvBERT's span-based dynamic convolution (NULL: a backend without it; such models are refused
+       on it). Each sequence b of s's rows n = b * T + t reads only its real tokens (after its left
+       pads; zeros beyond them), pad = (k - 1) / 2 on either side of t.
+       depthwise_conv: out[n][c] = sum over j < k of w[c * k + j] x[n + j - pad][c], c < width (w a
+       [width, k] weight, k = w->cols).
+       multiply: x[row][i] *= y[row * y_stride + i], i < n.
+       span_conv: per head h < heads, p = softmax over j < k of logits[n * logits_stride + h * k + j],
+       out[n][h * head_dim + i] = sum over j of p[j] v[n + j - pad][h * head_dim + i] (v and out rows
+       [heads * head_dim]). */
+    void (*depthwise_conv)(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__step *s, size_t width);
+    void (*multiply)(pf__rank *r, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
+    void (*span_conv)(pf__rank *r, float *out, const float *logits, size_t logits_stride, const float *v,
+                      const pf__step *s, int heads, int head_dim, int k);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1820,6 +1856,11 @@ struct pf__rank {
     float *rel_normed;        /* DeBERTa: [2 rel_span][hidden], the relative embeddings normed; else NULL */
     float *rel_qkv;           /* DeBERTa: [2 rel_span][q_r | k_r | v_r], their projections by a layer */
     float *dense_bias;        /* DeBERTa: [max_tokens][heads_r][cache_len], a layer's disentangled terms */
+    /* ConvBERT (pf__rank_span_conv): [max_tokens][hidden] the depthwise convolution's output (then the
+       convolution heads' share of the output projection); [max_tokens][q_r] the key (then the
+       values); [max_tokens][heads * conv_kernel] every head's kernel logits; [max_tokens][q_r] the
+       rank's convolution heads' output */
+    float *conv_in, *conv_key, *conv_logits, *conv_out;
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -1999,7 +2040,8 @@ typedef struct pf__source {
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;
-    size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups] */
+    size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups]; _GROUPED_IN_OUT:
+                            [groups, cols / groups, rows / groups] */
     const pf__packed *packed; /* PF__DTYPE_PACKED, an MXFP4 checkpoint's PF__DTYPE_MXFP4: its decoding (the
                                  index owns it) */
     const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
@@ -2072,6 +2114,8 @@ struct pf_model {
     float *folded_qk;     /* [layers][q, k][Q (hidden + 1)]: MobileBERT's q and k weights and biases with their
                              shared bottleneck folded in (pf__fold_bottleneck_qk), or NULL; owned */
     float *joined_lm_head; /* [vocab, hidden]: MobileBERT's LM head joined from two tensors, or NULL; owned */
+    float *split_attn_out; /* [layers][attention, convolution][hidden, Q]: ConvBERT's output projection split
+                              (pf__split_conv_output), or NULL; owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
     char **label_names;   /* [config.num_labels]: config.json's id2label, owned; NULL without one */
@@ -5342,6 +5386,49 @@ static pf_result pf__config_bottleneck(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
+/* ConvBERT's heads (a family whose rows read conv_kernel): num_attention_heads / head_ratio attention
+   heads (at least 1) of half hidden / heads values each, and as many convolution heads beside them;
+   kernels odd (transformers pads the depthwise convolution by k / 2 and the span by (k - 1) / 2: an
+   even kernel's lengths disagree there). */
+static pf_result pf__config_span_conv(const char *path, pf__config *c, char *message, size_t size) {
+    if (c->conv_kernel < 1 || c->conv_kernel % 2 == 0 || c->conv_kernel > 1023)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %d is not supported (odd kernels up to 1023 "
+                          "are)", path, pf__config_key(c->arch, offsetof(pf__config, conv_kernel)), c->conv_kernel);
+    if (c->head_ratio < 1 || c->num_heads < 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d or num_attention_heads %d is below 1", path,
+                          pf__config_key(c->arch, offsetof(pf__config, head_ratio)), c->head_ratio, c->num_heads);
+    c->num_heads = c->num_heads / c->head_ratio > 0 ? c->num_heads / c->head_ratio : 1;
+    if (c->hidden_size < 1 || c->hidden_size % (2 * c->num_heads))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: hidden_size %d is not a multiple of twice the %d heads "
+                          "(num_attention_heads / %s)", path, c->hidden_size, c->num_heads,
+                          pf__config_key(c->arch, offsetof(pf__config, head_ratio)));
+    c->num_kv_heads = c->num_heads;
+    c->head_dim = c->hidden_size / c->num_heads / 2;
+    return PF_OK;
+}
+
+/* A multiple-choice head that pools each row's last token (ConvBERT's: XLM's SequenceSummary, which
+   reads keys its config class does not define, by getattr): the last token's state as it is
+   (summary_type "last", no projection, no activation) is implemented, other summaries refused by
+   name. */
+static pf_result pf__config_choice_summary(const pf__json *json, const char *path, char *message, size_t size) {
+    const pf__json *type = pf__json_get(json, "summary_type");
+    if (type && !(type->type == PF__JSON_STRING && !strcmp(type->string, "last")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_type\" %s%s%s is not supported (\"last\", "
+                          "the default, is)", path, type->type == PF__JSON_STRING ? "\"" : "",
+                          type->type == PF__JSON_STRING ? type->string : "other than a name",
+                          type->type == PF__JSON_STRING ? "\"" : "");
+    double projection = 0;
+    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &projection) < 0 || projection != 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (false, the "
+                          "default, is)", path);
+    const pf__json *act = pf__json_get(json, "summary_activation");
+    if (act && act->type != PF__JSON_NULL)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_activation\" is not supported (null, the "
+                          "default, is)", path);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -5365,6 +5452,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_choice_summary(json, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
     if (!r && a->kind == PF__KIND_ENCODER && positions &&
         (positions->type != PF__JSON_STRING || strcmp(positions->string, "absolute")))
@@ -5455,6 +5543,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
     if (!cfg->shared_vocab && cfg->decoder_vocab_size > 0) { /* Marian's own target vocabulary */
         cfg->src_vocab_size = cfg->vocab_size;
         cfg->vocab_size = cfg->decoder_vocab_size;
+    }
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, conv_kernel)), "(derived)")) {
+        pf_result r = pf__config_span_conv(path, cfg, message, size);
+        if (r) return r;
     }
     if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
@@ -6478,6 +6570,7 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
         PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD) PF__NAME(PF__LAYOUT_, GROUPED)
+        PF__NAME(PF__LAYOUT_, COLUMN) PF__NAME(PF__LAYOUT_, GROUPED_IN_OUT)
     }
     return NULL;
 }
@@ -6568,6 +6661,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, FFN2_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN2_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN2_NORM_BIAS)
         PF__NAME(PF__SLOT_, FFN3_UP_WEIGHT) PF__NAME(PF__SLOT_, FFN3_UP_BIAS) PF__NAME(PF__SLOT_, FFN3_DOWN_WEIGHT)
         PF__NAME(PF__SLOT_, FFN3_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN3_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN3_NORM_BIAS)
+        PF__NAME(PF__SLOT_, CONV_DEPTHWISE_WEIGHT) PF__NAME(PF__SLOT_, CONV_KEY_WEIGHT) PF__NAME(PF__SLOT_, CONV_KEY_BIAS)
+        PF__NAME(PF__SLOT_, CONV_KERNEL_WEIGHT) PF__NAME(PF__SLOT_, CONV_KERNEL_BIAS) PF__NAME(PF__SLOT_, CONV_VALUE_WEIGHT)
+        PF__NAME(PF__SLOT_, CONV_VALUE_BIAS) PF__NAME(PF__SLOT_, ATTN_JOINED_OUT_WEIGHT) PF__NAME(PF__SLOT_, CONV_OUT_WEIGHT)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
@@ -7636,7 +7732,13 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *cols = slot == PF__SLOT_K_WEIGHT ? inner : h; /* as q's */
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS: *rows = kv; break;
-    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = inner; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CONV_OUT_WEIGHT: *rows = inner; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
+    case PF__SLOT_ATTN_JOINED_OUT_WEIGHT: *rows = h; *cols = 2 * q; break;
+    case PF__SLOT_CONV_DEPTHWISE_WEIGHT: *rows = h; *cols = (size_t)c->conv_kernel; break;
+    case PF__SLOT_CONV_KEY_WEIGHT: case PF__SLOT_CONV_VALUE_WEIGHT: *rows = q; *cols = h; break;
+    case PF__SLOT_CONV_KEY_BIAS: case PF__SLOT_CONV_VALUE_BIAS: *rows = q; break;
+    case PF__SLOT_CONV_KERNEL_WEIGHT: *rows = (size_t)c->num_heads * c->conv_kernel; *cols = q; break;
+    case PF__SLOT_CONV_KERNEL_BIAS: *rows = (size_t)c->num_heads * c->conv_kernel; break;
     case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
     case PF__SLOT_Q_A_BIAS: case PF__SLOT_Q_A_NORM_WEIGHT: *rows = (size_t)c->q_lora_rank; break;
@@ -7697,7 +7799,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     }
 }
 
-/* The groups of a slot stored PF__LAYOUT_GROUPED (its config field); 1 for the other slots. */
+/* The groups of a slot stored PF__LAYOUT_GROUPED or _GROUPED_IN_OUT (its config field); 1 for the other slots. */
 PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot) {
     int groups = 1;
     switch (slot) {
@@ -23059,6 +23161,60 @@ static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const
     }
 }
 
+/* ConvBERT's convolutions over each sequence's real tokens (pf__backend.depthwise_conv, multiply,
+   span_conv): the rows of sequence b are b * T + t, its real tokens t >= pad[b]. */
+static void pf__cpu_depthwise_conv(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__step *s,
+                                   size_t width) {
+    (void)r;
+    size_t T = (size_t)s->seq_len, k = w->cols, half = (k - 1) / 2;
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t first = s->pad ? (size_t)s->pad[b] : 0;
+        for (size_t t = 0; t < T; t++) {
+            float *o = out + (b * T + t) * width;
+            for (size_t ch = 0; ch < width; ch++) o[ch] = 0.0f;
+            if (t < first) continue; /* a pad: its row is never read */
+            for (size_t j = 0; j < k; j++) {
+                if (t + j < first + half || t + j >= T + half) continue; /* beyond the real tokens: zeros */
+                const float *in = x + (b * T + t + j - half) * width;
+                for (size_t ch = 0; ch < width; ch++) o[ch] += pf__weight_value(w->data, ch * k + j, w->dtype) * in[ch];
+            }
+        }
+    }
+}
+
+static void pf__cpu_multiply(pf__rank *r, float *x, const float *y, size_t y_stride, size_t rows, size_t n) {
+    (void)r;
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < n; i++) x[row * n + i] *= y[row * y_stride + i];
+}
+
+static void pf__cpu_span_conv(pf__rank *r, float *out, const float *logits, size_t logits_stride, const float *v,
+                              const pf__step *s, int heads, int head_dim, int k) {
+    (void)r;
+    size_t T = (size_t)s->seq_len, hd = (size_t)head_dim, width = (size_t)heads * hd, K = (size_t)k, half = (K - 1) / 2;
+    float p[1024]; /* k <= 1023 (config.c) */
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t first = s->pad ? (size_t)s->pad[b] : 0;
+        for (size_t t = 0; t < T; t++) {
+            size_t n = b * T + t;
+            for (size_t h = 0; h < (size_t)heads; h++) {
+                float *o = out + n * width + h * hd;
+                const float *l = logits + n * logits_stride + h * K;
+                float most = l[0], sum = 0.0f;
+                for (size_t j = 1; j < K; j++) most = l[j] > most ? l[j] : most;
+                for (size_t j = 0; j < K; j++) sum += p[j] = expf(l[j] - most);
+                for (size_t i = 0; i < hd; i++) o[i] = 0.0f;
+                if (t < first) continue;
+                for (size_t j = 0; j < K; j++) {
+                    if (t + j < first + half || t + j >= T + half) continue; /* beyond the real tokens: zeros */
+                    const float *in = v + (n + j - half) * width + h * hd;
+                    for (size_t i = 0; i < hd; i++) o[i] += p[j] / sum * in[i];
+                }
+            }
+        }
+    }
+}
+
 static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                                      size_t count, size_t width) {
     (void)r;
@@ -23108,6 +23264,9 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .device_memory = pf__cpu_device_memory,
     .alloc_scratch = pf__cpu_alloc_scratch,
     .gather_rows = pf__cpu_gather_rows,
+    .depthwise_conv = pf__cpu_depthwise_conv,
+    .multiply = pf__cpu_multiply,
+    .span_conv = pf__cpu_span_conv,
     .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their
@@ -24001,8 +24160,8 @@ static size_t pf__transposed_at(const pf__source *src, size_t row, size_t col, s
     return e * per * src->cols + col * per + in_expert;
 }
 
-/* The rank's slice of a PF__LAYOUT_GROUPED source as its dense block-diagonal rows: of each row,
-   the columns of its output's group from the file, zeros elsewhere. */
+/* The rank's slice of a PF__LAYOUT_GROUPED or _GROUPED_IN_OUT source as its dense block-diagonal
+   rows: of each row, the columns of its output's group from the file, zeros elsewhere. */
 static void pf__slice_copy_grouped(float *dst, const pf__source *src, const pf__plan *p) {
     size_t group_rows = src->rows / src->groups, group_cols = src->cols / src->groups;
     for (size_t i = 0; i < p->rows; i++) {
@@ -24011,14 +24170,19 @@ static void pf__slice_copy_grouped(float *dst, const pf__source *src, const pf__
         size_t hi = last < p->col_begin + p->cols ? last : p->col_begin + p->cols;
         float *out = dst + i * p->cols;
         memset(out, 0, p->cols * sizeof(float));
-        if (lo < hi) pf__source_run(out + (lo - p->col_begin), src, row * group_cols + (lo - first), hi - lo);
+        if (src->layout == PF__LAYOUT_GROUPED) {
+            if (lo < hi) pf__source_run(out + (lo - p->col_begin), src, row * group_cols + (lo - first), hi - lo);
+        } else { /* [groups, in, out]: input col's row of its group's [in, out], at the row's output */
+            for (size_t col = lo; col < hi; col++)
+                pf__source_run(out + (col - p->col_begin), src, col * group_rows + row % group_rows, 1);
+        }
     }
 }
 
 /* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
    layout on the way, in runs of consecutive file values. */
 static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p, int experts) {
-    if (src->layout == PF__LAYOUT_GROUPED) {
+    if (src->layout == PF__LAYOUT_GROUPED || src->layout == PF__LAYOUT_GROUPED_IN_OUT) {
         pf__slice_copy_grouped(dst, src, p);
         return;
     }
@@ -24073,7 +24237,7 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
    starts and ends at block boundaries of the whole tensor's columns. */
 static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
     return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT ||
-            src->layout == PF__LAYOUT_GROUPED) &&
+            src->layout == PF__LAYOUT_GROUPED || src->layout == PF__LAYOUT_GROUPED_IN_OUT) &&
            p->cols % PF__Q8_BLOCK == 0 &&
            p->col_begin % PF__Q8_BLOCK == 0;
 }
@@ -24556,6 +24720,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->rel_normed = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
         r->rel_qkv = (float *)pf__rank_alloc(r, rel_rows * (q_width + 2 * kv_width) * sizeof(float));
         r->dense_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * (size_t)g->cache_len * sizeof(float));
+    }
+    if (c->conv_kernel) { /* ConvBERT's convolution heads */
+        r->conv_in = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->conv_key = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
+        r->conv_logits = (float *)pf__rank_alloc(r, T * (size_t)c->num_heads * (size_t)c->conv_kernel * sizeof(float));
+        r->conv_out = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
     }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
@@ -25049,6 +25219,35 @@ static void pf__rank_disentangled(pf__rank *r, const pf__step *s, const pf__weig
     shape->dense_bias = r->dense_bias;
 }
 
+/* ConvBERT's span-based dynamic convolution heads beside the attention's, on the block's input h
+   (q in the qkv rows, its bias added), into conv_out (the rank's heads, head_dim each): key =
+   depthwise(h) Wk_r^T + bk_r (a separable convolution over the tokens); each head's kernel
+   softmax(sum over ranks of (key * q) Wl_r^T, + bl) [conv_kernel] weighs the values h Wv_r^T + bv_r
+   at the tokens around. The kernel logits read every head's inputs: one all-reduce of
+   [tokens, heads * conv_kernel], small beside the attention's. */
+static void pf__rank_span_conv(pf__rank *r, const pf__step *s, const pf__weight *L, const float *in,
+                               const pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, hd = (size_t)shape->head_dim, K = (size_t)c->conv_kernel;
+    size_t q_width = (size_t)shape->heads * hd, qkv_width = (size_t)(shape->heads + 2 * shape->kv_heads) * hd;
+    size_t logits_width = (size_t)c->num_heads * K;
+    if (!be->depthwise_conv || !be->multiply || !be->span_conv) { /* a registered backend may lack them */
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "ConvBERT's span-based dynamic convolution has no kernels on this backend "
+                      "(the CPU and CUDA backends have them)");
+        return;
+    }
+    be->depthwise_conv(r, r->conv_in, in, &L[PF__SLOT_CONV_DEPTHWISE_WEIGHT], s, (size_t)c->hidden_size);
+    be->matmul(r, r->conv_key, r->conv_in, &L[PF__SLOT_CONV_KEY_WEIGHT], &L[PF__SLOT_CONV_KEY_BIAS], N);
+    be->multiply(r, r->conv_key, r->qkv, qkv_width, N, q_width);
+    be->matmul(r, r->conv_logits, r->conv_key, &L[PF__SLOT_CONV_KERNEL_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->conv_logits, N * logits_width, "the convolution kernels' all-reduce");
+    be->add_residual(r, r->conv_logits, NULL, &L[PF__SLOT_CONV_KERNEL_BIAS], N, logits_width);
+    be->matmul(r, r->conv_key, in, &L[PF__SLOT_CONV_VALUE_WEIGHT], &L[PF__SLOT_CONV_VALUE_BIAS], N); /* the values */
+    be->span_conv(r, r->conv_out, r->conv_logits + (size_t)shape->head_begin * K, logits_width, r->conv_key, s,
+                  shape->heads, (int)hd, (int)K);
+}
+
 /* The attention of every family but latent attention's, on the block's input h, into attn:
    qkv = h Wqkv_r^T + bqkv_r (clamped, qk-normed, rotated, as the config says), k and v appended to
    the caches, attend. */
@@ -25072,8 +25271,9 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     int temperature = c->temperature_tuning && c->layer_rope && !c->layer_rope[l]; /* Llama 4's NoPE layers */
     /* the qk-norms, the clip and the temperature need the bias added first */
     shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) && !c->disentangled &&
-                      !temperature ? qkv_bias : NULL; /* DeBERTa's terms read q and k with their biases */
+                      !c->conv_kernel && !temperature ? qkv_bias : NULL; /* DeBERTa's terms, ConvBERT's convolution read q with its bias */
     be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    if (c->conv_kernel) pf__rank_span_conv(r, s, L, in, shape);
     /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
     if (c->clip_qkv > 0)
         be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
@@ -25177,6 +25377,10 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     else pf__rank_attention(r, s, L, l, attn_in, k_cache, v_cache, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+    if (c->conv_kernel) { /* ConvBERT: part += conv Wco_r^T, its convolution heads' inputs of the projection */
+        be->matmul(r, r->conv_in, r->conv_out, &L[PF__SLOT_CONV_OUT_WEIGHT], NULL, N);
+        be->add_residual(r, r->part, r->conv_in, NULL, N, d);
+    }
 
     if (c->parallel_residual) {
         pf__rank_parallel_mlp(r, s, L);
@@ -26087,6 +26291,13 @@ int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const in
                         size_t count, size_t width);
 int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
+/* ConvBERT's convolutions over each sequence's real tokens (pad: [batch] left pads on the device, or
+   NULL); rows = batch * T. */
+int pf_cuda_depthwise_conv(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const int *pad,
+                           int batch, int T, size_t width, int k);
+int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
+int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
+                      const int *pad, int batch, int T, int heads, int head_dim, int k);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -26834,6 +27045,31 @@ static void pf__cuda_gather_rows(pf__rank *r, float *dst, const float *src, cons
     pf__cuda_ok(r, pf_cuda_gather_rows(rs->cu, dst, src, rs->expert_rows, scales ? rs->expert_scales : NULL, count, width));
 }
 
+/* ConvBERT's convolutions, each sequence over its real tokens (the pads prepare staged) */
+static void pf__cuda_depthwise_conv(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__step *s,
+                                    size_t width) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    if (!r->error)
+        pf__cuda_ok(r, pf_cuda_depthwise_conv(rs->cu, out, x, w->data, pf__cuda_dtype(w->dtype), pad, s->batch, s->seq_len,
+                                              width, (int)w->cols));
+}
+
+static void pf__cuda_multiply(pf__rank *r, float *x, const float *y, size_t y_stride, size_t rows, size_t n) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_multiply(rs->cu, x, y, y_stride, rows, n));
+}
+
+static void pf__cuda_span_conv(pf__rank *r, float *out, const float *logits, size_t logits_stride, const float *v,
+                               const pf__step *s, int heads, int head_dim, int k) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    if (!r->error)
+        pf__cuda_ok(r, pf_cuda_span_conv(rs->cu, out, logits, logits_stride, v, pad, s->batch, s->seq_len, heads, head_dim, k));
+}
+
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
                                       const float *scales, size_t count, size_t width) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -27314,6 +27550,9 @@ static const pf__backend pf__cuda_table = {
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
     .gather_rows = pf__cuda_gather_rows,
+    .depthwise_conv = pf__cuda_depthwise_conv,
+    .multiply = pf__cuda_multiply,
+    .span_conv = pf__cuda_span_conv,
     .scatter_add_rows = pf__cuda_scatter_add_rows,
     .head_norm = pf__cuda_head_norm,
     .scale_queries = pf__cuda_scale_queries,
@@ -30064,6 +30303,9 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     int decoder = pf__archs[c->arch].kind == PF__KIND_DECODER;
     for (size_t i = 0; i < PF__COUNT(pf__head_slots); i++)
         if (pf__head_slots[i].head == c->head && pf__head_slots[i].decoder == decoder) mine = &pf__head_slots[i];
+    /* ConvBERT's multiple choice: a classifier on the last token's state, no pooler */
+    static const struct pf__head_slots last_token_choice = {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
+    if (c->head == PF_HEAD_MULTIPLE_CHOICE && c->choice_pool_last) mine = &last_token_choice;
     int present = 0;
     for (int i = 0; mine && i < mine->num_needs; i++) present += m->sources[mine->needs[i]].data != NULL;
     if (mine && !present && pf__archs[c->arch].kind == PF__KIND_ENCODER && !c->teacher_head) {
@@ -30353,7 +30595,7 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].packed = NULL;
         gathered[i].packed_pieces = NULL;
         if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT ||
-            gathered[i].layout == PF__LAYOUT_GROUPED)
+            gathered[i].layout == PF__LAYOUT_GROUPED || gathered[i].layout == PF__LAYOUT_GROUPED_IN_OUT)
             gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] (a grouped one dense) */
         gathered[i].groups = 1;
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */
@@ -30622,10 +30864,13 @@ void pf_encoding_free(pf_encoding *e) {
 }
 
 /* The pooled output and the projection of an encoding, where the model has them. */
+/* Whether the head pools each row's last token (ConvBERT's multiple choice). */
+static int pf__choice_pools_last(const pf__config *c) { return c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE; }
+
 static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
     const pf__config *c = &m->config;
     int pools = m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data ||
-                c->pool_eos_id >= 0 || c->pool_first_token;
+                c->pool_eos_id >= 0 || c->pool_first_token || pf__choice_pools_last(c);
     if (pools) e->pooled = (float *)malloc((size_t)batch * c->hidden_size * sizeof(float));
     if (m->sources[PF__SLOT_PROJECTION].data) {
         e->projection_dim = c->projection_dim;
@@ -30829,7 +31074,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
         r = pf__encoding_pooled(m, e, batch);
     }
-    int pools = c->pool_eos_id >= 0 || c->pool_first_token || ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
+    int pools = c->pool_eos_id >= 0 || c->pool_first_token || pf__choice_pools_last(c) ||
+                ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || !hidden || (num_logits && !logits) || !e ||
                !e->offsets || (pools && !pool_at)))
@@ -30838,6 +31084,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
                      : seq2seq              ? pf__last_eos_position(c, ids[b], lengths[b])
                      : c->pool_first_token ? 0
+                     : pf__choice_pools_last(c) ? lengths[b] - 1
                                             : pf__eos_position(c, ids[b], lengths[b]);
         if (pool_at[b] < 0)
             r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d holds no eos token (id %d): %s classifies at the last one",
@@ -34799,12 +35046,13 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         want[0] = src->cols;
         want[1] = src->rows;
     }
+    if (t->layout == PF__LAYOUT_COLUMN) want[1] = 1; /* [n, 1] */
     pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
     if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
         /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
         int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);
         for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
-        if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
+        if (t->layout == PF__LAYOUT_CONV && st->ndim != 4 && st->ndim != 3) ok = 0; /* 2-D or 1-D convolutions */
         flat.ndim = ok ? 2 : 0;
         if (ok && st->ndim == 1) {
             flat.shape[1] = st->shape[0];
@@ -34835,11 +35083,21 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         want_dims = 1;
     }
-    size_t groups = t->layout == PF__LAYOUT_GROUPED ? (size_t)pf__slot_groups(&m->config, t->slot) : 1;
+    int grouped = t->layout == PF__LAYOUT_GROUPED || t->layout == PF__LAYOUT_GROUPED_IN_OUT;
+    size_t groups = grouped ? (size_t)pf__slot_groups(&m->config, t->slot) : 1;
+    if (grouped && (src->cols % groups || src->rows % groups))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s': config.json's %zu groups do not divide its %zu inputs "
+                        "and %zu outputs", st->file->path, st->name, groups, src->cols, src->rows);
+    if (t->layout == PF__LAYOUT_GROUPED_IN_OUT && groups > 1) { /* [groups, in / groups, out / groups] checked as [out, in] */
+        if (st->ndim != 3 || st->shape[0] != groups || st->shape[1] != src->cols / groups || st->shape[2] != src->rows / groups)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu, %zu] as the config needs (%zu groups of "
+                            "%zu inputs and %zu outputs)", st->file->path, st->name, groups, src->cols / groups,
+                            src->rows / groups, groups, src->cols, src->rows);
+        flat.ndim = 2;
+        flat.shape[0] = src->rows;
+        flat.shape[1] = src->cols;
+    }
     if (t->layout == PF__LAYOUT_GROUPED) { /* [out, in / groups, 1] checked as [out, in] */
-        if (src->cols % groups || src->rows % groups)
-            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s': config.json's %zu groups do not divide its %zu inputs "
-                            "and %zu outputs", st->file->path, st->name, groups, src->cols, src->rows);
         if (st->ndim != 3 || st->shape[0] != src->rows || st->shape[1] != src->cols / groups || st->shape[2] != 1)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu, 1] as the config needs (%zu inputs in "
                             "%zu groups)", st->file->path, st->name, src->rows, src->cols / groups, src->cols, groups);
@@ -34863,7 +35121,8 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->data = st->data;
     src->dtype = st->dtype;
     src->packed = st->packed;
-    src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
+    src->layout = t->layout == PF__LAYOUT_ROW || t->layout == PF__LAYOUT_COLUMN      ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_GROUPED_IN_OUT && groups == 1            ? PF__LAYOUT_OUT_IN /* an nn.Linear */
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS || t->layout == PF__LAYOUT_EXPERT_VECTORS ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_EXPERTS || blocked_experts              ? PF__LAYOUT_OUT_IN
@@ -35158,6 +35417,39 @@ static pf_result pf__join_lm_head_extra(pf_model *m) {
     return PF_OK;
 }
 
+/* ConvBERT's output projection [hidden, 2 Q] reads the attention heads' outputs, then the
+   convolution heads': split into its two [hidden, Q] halves (fp32 on the host), PF__SLOT_ATTN_OUT_WEIGHT
+   and PF__SLOT_CONV_OUT_WEIGHT, which the ranks split by heads as any attention output (a rank's
+   convolution heads are its attention heads' numbers), so that each rank's inputs of it are two
+   ranges of the file's columns. */
+static pf_result pf__split_conv_output(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t h = (size_t)c->hidden_size, q = (size_t)c->num_heads * c->head_dim;
+    for (int l = 0; l < c->num_layers; l++) {
+        pf__source *layer = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER];
+        pf__source *joined = &layer[PF__SLOT_ATTN_JOINED_OUT_WEIGHT];
+        if (!joined->data) continue;
+        if (joined->packed || joined->pieces)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d's attention output projection is quantized, which is "
+                            "not implemented for ConvBERT's", m->dir, l);
+        if (!m->split_attn_out && !(m->split_attn_out = (float *)malloc((size_t)c->num_layers * 2 * h * q * sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        float *attn = m->split_attn_out + (size_t)l * 2 * h * q, *conv = attn + h * q;
+        for (size_t o = 0; o < h; o++)
+            for (size_t i = 0; i < q; i++) {
+                attn[o * q + i] = pf__weight_value(joined->data, o * 2 * q + i, joined->dtype);
+                conv[o * q + i] = pf__weight_value(joined->data, o * 2 * q + q + i, joined->dtype);
+            }
+        static const pf__slot halves[2] = {PF__SLOT_ATTN_OUT_WEIGHT, PF__SLOT_CONV_OUT_WEIGHT};
+        for (int k = 0; k < 2; k++) {
+            pf__source_to_host(&layer[halves[k]], k ? conv : attn, h, q);
+            layer[halves[k]].split = PF__SPLIT_HEAD_ROWS;
+        }
+        joined->data = NULL;
+    }
+    return PF_OK;
+}
+
 /* MobileBERT's stacked MLPs: the layer has num_feedforward_networks - 1 besides its own. */
 static pf_result pf__check_stacked_ffns(pf_model *m) {
     const pf__config *c = &m->config;
@@ -35217,6 +35509,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
         return r;
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
+    if ((r = pf__split_conv_output(m))) return r;
     if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
@@ -35546,6 +35839,7 @@ void pf_free(pf_model *m) {
     free(m->fused_qkv_bias);
     free(m->folded_qk);
     free(m->joined_lm_head);
+    free(m->split_attn_out);
     for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
     free(m->label_names);
     free(m->logits);

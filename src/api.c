@@ -374,6 +374,9 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     int decoder = pf__archs[c->arch].kind == PF__KIND_DECODER;
     for (size_t i = 0; i < PF__COUNT(pf__head_slots); i++)
         if (pf__head_slots[i].head == c->head && pf__head_slots[i].decoder == decoder) mine = &pf__head_slots[i];
+    /* ConvBERT's multiple choice: a classifier on the last token's state, no pooler */
+    static const struct pf__head_slots last_token_choice = {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
+    if (c->head == PF_HEAD_MULTIPLE_CHOICE && c->choice_pool_last) mine = &last_token_choice;
     int present = 0;
     for (int i = 0; mine && i < mine->num_needs; i++) present += m->sources[mine->needs[i]].data != NULL;
     if (mine && !present && pf__archs[c->arch].kind == PF__KIND_ENCODER && !c->teacher_head) {

@@ -1694,6 +1694,49 @@ static pf_result pf__config_bottleneck(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
+/* ConvBERT's heads (a family whose rows read conv_kernel): num_attention_heads / head_ratio attention
+   heads (at least 1) of half hidden / heads values each, and as many convolution heads beside them;
+   kernels odd (transformers pads the depthwise convolution by k / 2 and the span by (k - 1) / 2: an
+   even kernel's lengths disagree there). */
+static pf_result pf__config_span_conv(const char *path, pf__config *c, char *message, size_t size) {
+    if (c->conv_kernel < 1 || c->conv_kernel % 2 == 0 || c->conv_kernel > 1023)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %d is not supported (odd kernels up to 1023 "
+                          "are)", path, pf__config_key(c->arch, offsetof(pf__config, conv_kernel)), c->conv_kernel);
+    if (c->head_ratio < 1 || c->num_heads < 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d or num_attention_heads %d is below 1", path,
+                          pf__config_key(c->arch, offsetof(pf__config, head_ratio)), c->head_ratio, c->num_heads);
+    c->num_heads = c->num_heads / c->head_ratio > 0 ? c->num_heads / c->head_ratio : 1;
+    if (c->hidden_size < 1 || c->hidden_size % (2 * c->num_heads))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: hidden_size %d is not a multiple of twice the %d heads "
+                          "(num_attention_heads / %s)", path, c->hidden_size, c->num_heads,
+                          pf__config_key(c->arch, offsetof(pf__config, head_ratio)));
+    c->num_kv_heads = c->num_heads;
+    c->head_dim = c->hidden_size / c->num_heads / 2;
+    return PF_OK;
+}
+
+/* A multiple-choice head that pools each row's last token (ConvBERT's: XLM's SequenceSummary, which
+   reads keys its config class does not define, by getattr): the last token's state as it is
+   (summary_type "last", no projection, no activation) is implemented, other summaries refused by
+   name. */
+static pf_result pf__config_choice_summary(const pf__json *json, const char *path, char *message, size_t size) {
+    const pf__json *type = pf__json_get(json, "summary_type");
+    if (type && !(type->type == PF__JSON_STRING && !strcmp(type->string, "last")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_type\" %s%s%s is not supported (\"last\", "
+                          "the default, is)", path, type->type == PF__JSON_STRING ? "\"" : "",
+                          type->type == PF__JSON_STRING ? type->string : "other than a name",
+                          type->type == PF__JSON_STRING ? "\"" : "");
+    double projection = 0;
+    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &projection) < 0 || projection != 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (false, the "
+                          "default, is)", path);
+    const pf__json *act = pf__json_get(json, "summary_activation");
+    if (act && act->type != PF__JSON_NULL)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_activation\" is not supported (null, the "
+                          "default, is)", path);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -1717,6 +1760,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_choice_summary(json, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
     if (!r && a->kind == PF__KIND_ENCODER && positions &&
         (positions->type != PF__JSON_STRING || strcmp(positions->string, "absolute")))
@@ -1807,6 +1851,10 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
     if (!cfg->shared_vocab && cfg->decoder_vocab_size > 0) { /* Marian's own target vocabulary */
         cfg->src_vocab_size = cfg->vocab_size;
         cfg->vocab_size = cfg->decoder_vocab_size;
+    }
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, conv_kernel)), "(derived)")) {
+        pf_result r = pf__config_span_conv(path, cfg, message, size);
+        if (r) return r;
     }
     if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;

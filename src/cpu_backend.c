@@ -3846,6 +3846,60 @@ static void pf__cpu_gather_rows(pf__rank *r, float *dst, const float *src, const
     }
 }
 
+/* ConvBERT's convolutions over each sequence's real tokens (pf__backend.depthwise_conv, multiply,
+   span_conv): the rows of sequence b are b * T + t, its real tokens t >= pad[b]. */
+static void pf__cpu_depthwise_conv(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__step *s,
+                                   size_t width) {
+    (void)r;
+    size_t T = (size_t)s->seq_len, k = w->cols, half = (k - 1) / 2;
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t first = s->pad ? (size_t)s->pad[b] : 0;
+        for (size_t t = 0; t < T; t++) {
+            float *o = out + (b * T + t) * width;
+            for (size_t ch = 0; ch < width; ch++) o[ch] = 0.0f;
+            if (t < first) continue; /* a pad: its row is never read */
+            for (size_t j = 0; j < k; j++) {
+                if (t + j < first + half || t + j >= T + half) continue; /* beyond the real tokens: zeros */
+                const float *in = x + (b * T + t + j - half) * width;
+                for (size_t ch = 0; ch < width; ch++) o[ch] += pf__weight_value(w->data, ch * k + j, w->dtype) * in[ch];
+            }
+        }
+    }
+}
+
+static void pf__cpu_multiply(pf__rank *r, float *x, const float *y, size_t y_stride, size_t rows, size_t n) {
+    (void)r;
+    for (size_t row = 0; row < rows; row++)
+        for (size_t i = 0; i < n; i++) x[row * n + i] *= y[row * y_stride + i];
+}
+
+static void pf__cpu_span_conv(pf__rank *r, float *out, const float *logits, size_t logits_stride, const float *v,
+                              const pf__step *s, int heads, int head_dim, int k) {
+    (void)r;
+    size_t T = (size_t)s->seq_len, hd = (size_t)head_dim, width = (size_t)heads * hd, K = (size_t)k, half = (K - 1) / 2;
+    float p[1024]; /* k <= 1023 (config.c) */
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t first = s->pad ? (size_t)s->pad[b] : 0;
+        for (size_t t = 0; t < T; t++) {
+            size_t n = b * T + t;
+            for (size_t h = 0; h < (size_t)heads; h++) {
+                float *o = out + n * width + h * hd;
+                const float *l = logits + n * logits_stride + h * K;
+                float most = l[0], sum = 0.0f;
+                for (size_t j = 1; j < K; j++) most = l[j] > most ? l[j] : most;
+                for (size_t j = 0; j < K; j++) sum += p[j] = expf(l[j] - most);
+                for (size_t i = 0; i < hd; i++) o[i] = 0.0f;
+                if (t < first) continue;
+                for (size_t j = 0; j < K; j++) {
+                    if (t + j < first + half || t + j >= T + half) continue; /* beyond the real tokens: zeros */
+                    const float *in = v + (n + j - half) * width + h * hd;
+                    for (size_t i = 0; i < hd; i++) o[i] += p[j] / sum * in[i];
+                }
+            }
+        }
+    }
+}
+
 static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                                      size_t count, size_t width) {
     (void)r;
@@ -3895,6 +3949,9 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .device_memory = pf__cpu_device_memory,
     .alloc_scratch = pf__cpu_alloc_scratch,
     .gather_rows = pf__cpu_gather_rows,
+    .depthwise_conv = pf__cpu_depthwise_conv,
+    .multiply = pf__cpu_multiply,
+    .span_conv = pf__cpu_span_conv,
     .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their

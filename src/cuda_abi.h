@@ -144,6 +144,13 @@ int pf_cuda_gather_rows(pf_cuda_rank *st, float *dst, const float *src, const in
                         size_t count, size_t width);
 int pf_cuda_scatter_add_rows(pf_cuda_rank *st, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
+/* ConvBERT's convolutions over each sequence's real tokens (pad: [batch] left pads on the device, or
+   NULL); rows = batch * T. */
+int pf_cuda_depthwise_conv(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const int *pad,
+                           int batch, int T, size_t width, int k);
+int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
+int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
+                      const int *pad, int batch, int T, int heads, int head_dim, int k);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);

@@ -748,6 +748,31 @@ static void pf__cuda_gather_rows(pf__rank *r, float *dst, const float *src, cons
     pf__cuda_ok(r, pf_cuda_gather_rows(rs->cu, dst, src, rs->expert_rows, scales ? rs->expert_scales : NULL, count, width));
 }
 
+/* ConvBERT's convolutions, each sequence over its real tokens (the pads prepare staged) */
+static void pf__cuda_depthwise_conv(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__step *s,
+                                    size_t width) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    if (!r->error)
+        pf__cuda_ok(r, pf_cuda_depthwise_conv(rs->cu, out, x, w->data, pf__cuda_dtype(w->dtype), pad, s->batch, s->seq_len,
+                                              width, (int)w->cols));
+}
+
+static void pf__cuda_multiply(pf__rank *r, float *x, const float *y, size_t y_stride, size_t rows, size_t n) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (rs) pf__cuda_ok(r, pf_cuda_multiply(rs->cu, x, y, y_stride, rows, n));
+}
+
+static void pf__cuda_span_conv(pf__rank *r, float *out, const float *logits, size_t logits_stride, const float *v,
+                               const pf__step *s, int heads, int head_dim, int k) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    if (!r->error)
+        pf__cuda_ok(r, pf_cuda_span_conv(rs->cu, out, logits, logits_stride, v, pad, s->batch, s->seq_len, heads, head_dim, k));
+}
+
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
                                       const float *scales, size_t count, size_t width) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -1228,6 +1253,9 @@ static const pf__backend pf__cuda_table = {
     .add_residual = pf__cuda_add_residual,
     .scale = pf__cuda_scale,
     .gather_rows = pf__cuda_gather_rows,
+    .depthwise_conv = pf__cuda_depthwise_conv,
+    .multiply = pf__cuda_multiply,
+    .span_conv = pf__cuda_span_conv,
     .scatter_add_rows = pf__cuda_scatter_add_rows,
     .head_norm = pf__cuda_head_norm,
     .scale_queries = pf__cuda_scale_queries,

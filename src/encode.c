@@ -150,10 +150,13 @@ void pf_encoding_free(pf_encoding *e) {
 }
 
 /* The pooled output and the projection of an encoding, where the model has them. */
+/* Whether the head pools each row's last token (ConvBERT's multiple choice). */
+static int pf__choice_pools_last(const pf__config *c) { return c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE; }
+
 static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
     const pf__config *c = &m->config;
     int pools = m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data ||
-                c->pool_eos_id >= 0 || c->pool_first_token;
+                c->pool_eos_id >= 0 || c->pool_first_token || pf__choice_pools_last(c);
     if (pools) e->pooled = (float *)malloc((size_t)batch * c->hidden_size * sizeof(float));
     if (m->sources[PF__SLOT_PROJECTION].data) {
         e->projection_dim = c->projection_dim;
@@ -357,7 +360,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
         r = pf__encoding_pooled(m, e, batch);
     }
-    int pools = c->pool_eos_id >= 0 || c->pool_first_token || ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
+    int pools = c->pool_eos_id >= 0 || c->pool_first_token || pf__choice_pools_last(c) ||
+                ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || !hidden || (num_logits && !logits) || !e ||
                !e->offsets || (pools && !pool_at)))
@@ -366,6 +370,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
                      : seq2seq              ? pf__last_eos_position(c, ids[b], lengths[b])
                      : c->pool_first_token ? 0
+                     : pf__choice_pools_last(c) ? lengths[b] - 1
                                             : pf__eos_position(c, ids[b], lengths[b]);
         if (pool_at[b] < 0)
             r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d holds no eos token (id %d): %s classifies at the last one",

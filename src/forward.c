@@ -373,6 +373,35 @@ static void pf__rank_disentangled(pf__rank *r, const pf__step *s, const pf__weig
     shape->dense_bias = r->dense_bias;
 }
 
+/* ConvBERT's span-based dynamic convolution heads beside the attention's, on the block's input h
+   (q in the qkv rows, its bias added), into conv_out (the rank's heads, head_dim each): key =
+   depthwise(h) Wk_r^T + bk_r (a separable convolution over the tokens); each head's kernel
+   softmax(sum over ranks of (key * q) Wl_r^T, + bl) [conv_kernel] weighs the values h Wv_r^T + bv_r
+   at the tokens around. The kernel logits read every head's inputs: one all-reduce of
+   [tokens, heads * conv_kernel], small beside the attention's. */
+static void pf__rank_span_conv(pf__rank *r, const pf__step *s, const pf__weight *L, const float *in,
+                               const pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, hd = (size_t)shape->head_dim, K = (size_t)c->conv_kernel;
+    size_t q_width = (size_t)shape->heads * hd, qkv_width = (size_t)(shape->heads + 2 * shape->kv_heads) * hd;
+    size_t logits_width = (size_t)c->num_heads * K;
+    if (!be->depthwise_conv || !be->multiply || !be->span_conv) { /* a registered backend may lack them */
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "ConvBERT's span-based dynamic convolution has no kernels on this backend "
+                      "(the CPU and CUDA backends have them)");
+        return;
+    }
+    be->depthwise_conv(r, r->conv_in, in, &L[PF__SLOT_CONV_DEPTHWISE_WEIGHT], s, (size_t)c->hidden_size);
+    be->matmul(r, r->conv_key, r->conv_in, &L[PF__SLOT_CONV_KEY_WEIGHT], &L[PF__SLOT_CONV_KEY_BIAS], N);
+    be->multiply(r, r->conv_key, r->qkv, qkv_width, N, q_width);
+    be->matmul(r, r->conv_logits, r->conv_key, &L[PF__SLOT_CONV_KERNEL_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->conv_logits, N * logits_width, "the convolution kernels' all-reduce");
+    be->add_residual(r, r->conv_logits, NULL, &L[PF__SLOT_CONV_KERNEL_BIAS], N, logits_width);
+    be->matmul(r, r->conv_key, in, &L[PF__SLOT_CONV_VALUE_WEIGHT], &L[PF__SLOT_CONV_VALUE_BIAS], N); /* the values */
+    be->span_conv(r, r->conv_out, r->conv_logits + (size_t)shape->head_begin * K, logits_width, r->conv_key, s,
+                  shape->heads, (int)hd, (int)K);
+}
+
 /* The attention of every family but latent attention's, on the block's input h, into attn:
    qkv = h Wqkv_r^T + bqkv_r (clamped, qk-normed, rotated, as the config says), k and v appended to
    the caches, attend. */
@@ -396,8 +425,9 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     int temperature = c->temperature_tuning && c->layer_rope && !c->layer_rope[l]; /* Llama 4's NoPE layers */
     /* the qk-norms, the clip and the temperature need the bias added first */
     shape->qkv_bias = be->qkv_bias_in_attention && c->qk_norm == PF__QK_NORM_NONE && !(c->clip_qkv > 0) && !c->disentangled &&
-                      !temperature ? qkv_bias : NULL; /* DeBERTa's terms read q and k with their biases */
+                      !c->conv_kernel && !temperature ? qkv_bias : NULL; /* DeBERTa's terms, ConvBERT's convolution read q with its bias */
     be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_WEIGHT], shape->qkv_bias ? NULL : qkv_bias, N);
+    if (c->conv_kernel) pf__rank_span_conv(r, s, L, in, shape);
     /* q, k, v = clamp(q, k, v, -clip, clip) (OLMo's clip_qkv) */
     if (c->clip_qkv > 0)
         be->clamp(r, r->qkv, N * (size_t)(shape->heads + 2 * shape->kv_heads) * (size_t)c->head_dim, (float)c->clip_qkv);
@@ -501,6 +531,10 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     else pf__rank_attention(r, s, L, l, attn_in, k_cache, v_cache, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+    if (c->conv_kernel) { /* ConvBERT: part += conv Wco_r^T, its convolution heads' inputs of the projection */
+        be->matmul(r, r->conv_in, r->conv_out, &L[PF__SLOT_CONV_OUT_WEIGHT], NULL, N);
+        be->add_residual(r, r->part, r->conv_in, NULL, N, d);
+    }
 
     if (c->parallel_residual) {
         pf__rank_parallel_mlp(r, s, L);

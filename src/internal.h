@@ -472,6 +472,19 @@ typedef enum {
     PF__SLOT_FFN2_NORM_WEIGHT, PF__SLOT_FFN2_NORM_BIAS, /* the second, as the first */
     PF__SLOT_FFN3_UP_WEIGHT, PF__SLOT_FFN3_UP_BIAS, PF__SLOT_FFN3_DOWN_WEIGHT, PF__SLOT_FFN3_DOWN_BIAS,
     PF__SLOT_FFN3_NORM_WEIGHT, PF__SLOT_FFN3_NORM_BIAS, /* the third */
+    /* ConvBERT's span-based dynamic convolution beside the attention (conv_kernel > 0): as many
+       heads as the attention's, as wide (Q = heads * head_dim), their outputs after the attention's
+       as the output projection's inputs: */
+    PF__SLOT_CONV_DEPTHWISE_WEIGHT, /* [hidden, conv_kernel]: the key's depthwise convolution over the tokens, */
+    PF__SLOT_CONV_KEY_WEIGHT,       /* [Q, hidden]: then its pointwise one (key_conv_attn_layer), */
+    PF__SLOT_CONV_KEY_BIAS,         /* [Q] */
+    PF__SLOT_CONV_KERNEL_WEIGHT,    /* [heads * conv_kernel, Q]: each head's kernel logits from key * query */
+    PF__SLOT_CONV_KERNEL_BIAS,      /* [heads * conv_kernel] */
+    PF__SLOT_CONV_VALUE_WEIGHT,     /* [Q, hidden]: the values the kernels weigh (conv_out_layer) */
+    PF__SLOT_CONV_VALUE_BIAS,       /* [Q] */
+    PF__SLOT_ATTN_JOINED_OUT_WEIGHT,/* [hidden, 2 Q]: the output projection as the file holds it, split at load
+                                       into PF__SLOT_ATTN_OUT_WEIGHT (its first Q inputs) and: */
+    PF__SLOT_CONV_OUT_WEIGHT,       /* [hidden, Q]: the convolution heads' inputs */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -514,13 +527,17 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    PF__LAYOUT_PER_HEAD: one [head_dim] vector per head, the pattern's second %d the head (StableLM 2's
    q_layernorm.norms.N.weight); read as the VECTOR of heads * head_dim values, the pieces joined
    without a copy.
+   PF__LAYOUT_COLUMN: a vector stored as [n, 1] (ConvBERT's separable convolution's bias); read as VECTOR.
+   PF__LAYOUT_GROUPED_IN_OUT: [groups, in / groups, out / groups], each group's [in, out] (ConvBERT's
+   GroupedLinearLayer: output block g of x's input block g times weight[g]), groups from the slot's
+   config field; with 1 group an nn.Linear's [out, in]. Read as OUT_IN, block-diagonal as GROUPED.
    PF__LAYOUT_GROUPED: [out, in / groups, 1], a 1-D convolution of kernel 1 in `groups` groups
    (SqueezeBERT's conv1d; groups from the slot's config field, pf__slot_groups): output o reads
    only the inputs of its group o / (out / groups). Read as OUT_IN, the block-diagonal [out, in]
    with zeros outside the groups, so that the ranks split it as the dense layer it stands for. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
                PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
-               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED } pf__layout;
+               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED, PF__LAYOUT_COLUMN, PF__LAYOUT_GROUPED_IN_OUT } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -716,6 +733,8 @@ typedef struct pf__config {
                                        meant it; CLIP's text); -1: the first token */
     int pool_first_token;           /* 1: the pooled output is the first token's state as it is (DPR's
                                        encoders, which have no pooler) */
+    int choice_pool_last;           /* 1: a multiple-choice head scores each row's last token's state as
+                                       it is (ConvBERT's sequence summary, summary_type "last") */
     int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
     int with_projection;            /* 1: the tower has its projection (PF__IF_WITH_PROJECTION) */
     int speech;                     /* 1: a speech encoder (Wav2Vec2, HuBERT): waveforms through the
@@ -942,6 +961,10 @@ typedef struct pf__config {
     /* Grouped linear layers (PF__LAYOUT_GROUPED, SqueezeBERT's q_groups ... output_groups): each
        slot's group count; 0 or 1: dense */
     int q_groups, k_groups, v_groups, attn_out_groups, mlp_up_groups, mlp_down_groups;
+    /* ConvBERT: span-based dynamic convolution heads of conv_kernel taps (odd; 0: none) beside the
+       attention's; num_heads is num_attention_heads / head_ratio (at least 1), head_dim half of
+       hidden / num_heads (PF__SLOT_CONV_*) */
+    int conv_kernel, head_ratio;
     /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
        attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
        MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
@@ -1729,6 +1752,19 @@ typedef struct pf__backend {
                         size_t width);
     void (*scatter_add_rows)(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                              size_t count, size_t width);
+    /* ConvBERT's span-based dynamic convolution (NULL: a backend without it; such models are refused
+       on it). Each sequence b of s's rows n = b * T + t reads only its real tokens (after its left
+       pads; zeros beyond them), pad = (k - 1) / 2 on either side of t.
+       depthwise_conv: out[n][c] = sum over j < k of w[c * k + j] x[n + j - pad][c], c < width (w a
+       [width, k] weight, k = w->cols).
+       multiply: x[row][i] *= y[row * y_stride + i], i < n.
+       span_conv: per head h < heads, p = softmax over j < k of logits[n * logits_stride + h * k + j],
+       out[n][h * head_dim + i] = sum over j of p[j] v[n + j - pad][h * head_dim + i] (v and out rows
+       [heads * head_dim]). */
+    void (*depthwise_conv)(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__step *s, size_t width);
+    void (*multiply)(pf__rank *r, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
+    void (*span_conv)(pf__rank *r, float *out, const float *logits, size_t logits_stride, const float *v,
+                      const pf__step *s, int heads, int head_dim, int k);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1778,6 +1814,11 @@ struct pf__rank {
     float *rel_normed;        /* DeBERTa: [2 rel_span][hidden], the relative embeddings normed; else NULL */
     float *rel_qkv;           /* DeBERTa: [2 rel_span][q_r | k_r | v_r], their projections by a layer */
     float *dense_bias;        /* DeBERTa: [max_tokens][heads_r][cache_len], a layer's disentangled terms */
+    /* ConvBERT (pf__rank_span_conv): [max_tokens][hidden] the depthwise convolution's output (then the
+       convolution heads' share of the output projection); [max_tokens][q_r] the key (then the
+       values); [max_tokens][heads * conv_kernel] every head's kernel logits; [max_tokens][q_r] the
+       rank's convolution heads' output */
+    float *conv_in, *conv_key, *conv_logits, *conv_out;
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -1957,7 +1998,8 @@ typedef struct pf__source {
                                the source's rows in order (data is pieces[0]); NULL: data is the whole
                                tensor; owned by the model */
     size_t piece_rows;
-    size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups] */
+    size_t groups;       /* PF__LAYOUT_GROUPED: the file holds [rows, cols / groups]; _GROUPED_IN_OUT:
+                            [groups, cols / groups, rows / groups] */
     const pf__packed *packed; /* PF__DTYPE_PACKED, an MXFP4 checkpoint's PF__DTYPE_MXFP4: its decoding (the
                                  index owns it) */
     const pf__packed **packed_pieces; /* PER_EXPERT pieces that are PF__DTYPE_PACKED: each one's decoding
@@ -2030,6 +2072,8 @@ struct pf_model {
     float *folded_qk;     /* [layers][q, k][Q (hidden + 1)]: MobileBERT's q and k weights and biases with their
                              shared bottleneck folded in (pf__fold_bottleneck_qk), or NULL; owned */
     float *joined_lm_head; /* [vocab, hidden]: MobileBERT's LM head joined from two tensors, or NULL; owned */
+    float *split_attn_out; /* [layers][attention, convolution][hidden, Q]: ConvBERT's output projection split
+                              (pf__split_conv_output), or NULL; owned */
     struct pf__speech *speech; /* a speech encoder's front end and CTC vocabulary, owned; else NULL */
     int num_scaled;
     char **label_names;   /* [config.num_labels]: config.json's id2label, owned; NULL without one */

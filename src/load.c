@@ -44,12 +44,13 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         want[0] = src->cols;
         want[1] = src->rows;
     }
+    if (t->layout == PF__LAYOUT_COLUMN) want[1] = 1; /* [n, 1] */
     pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
     if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
         /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
         int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);
         for (int k = 0; ok && leading_ones && k < st->ndim - 2; k++) ok = st->shape[k] == 1;
-        if (t->layout == PF__LAYOUT_CONV && st->ndim != 4) ok = 0;
+        if (t->layout == PF__LAYOUT_CONV && st->ndim != 4 && st->ndim != 3) ok = 0; /* 2-D or 1-D convolutions */
         flat.ndim = ok ? 2 : 0;
         if (ok && st->ndim == 1) {
             flat.shape[1] = st->shape[0];
@@ -80,11 +81,21 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.shape[0] = ok ? st->shape[0] * st->shape[1] : 0;
         want_dims = 1;
     }
-    size_t groups = t->layout == PF__LAYOUT_GROUPED ? (size_t)pf__slot_groups(&m->config, t->slot) : 1;
+    int grouped = t->layout == PF__LAYOUT_GROUPED || t->layout == PF__LAYOUT_GROUPED_IN_OUT;
+    size_t groups = grouped ? (size_t)pf__slot_groups(&m->config, t->slot) : 1;
+    if (grouped && (src->cols % groups || src->rows % groups))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s': config.json's %zu groups do not divide its %zu inputs "
+                        "and %zu outputs", st->file->path, st->name, groups, src->cols, src->rows);
+    if (t->layout == PF__LAYOUT_GROUPED_IN_OUT && groups > 1) { /* [groups, in / groups, out / groups] checked as [out, in] */
+        if (st->ndim != 3 || st->shape[0] != groups || st->shape[1] != src->cols / groups || st->shape[2] != src->rows / groups)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu, %zu] as the config needs (%zu groups of "
+                            "%zu inputs and %zu outputs)", st->file->path, st->name, groups, src->cols / groups,
+                            src->rows / groups, groups, src->cols, src->rows);
+        flat.ndim = 2;
+        flat.shape[0] = src->rows;
+        flat.shape[1] = src->cols;
+    }
     if (t->layout == PF__LAYOUT_GROUPED) { /* [out, in / groups, 1] checked as [out, in] */
-        if (src->cols % groups || src->rows % groups)
-            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s': config.json's %zu groups do not divide its %zu inputs "
-                            "and %zu outputs", st->file->path, st->name, groups, src->cols, src->rows);
         if (st->ndim != 3 || st->shape[0] != src->rows || st->shape[1] != src->cols / groups || st->shape[2] != 1)
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is not [%zu, %zu, 1] as the config needs (%zu inputs in "
                             "%zu groups)", st->file->path, st->name, src->rows, src->cols / groups, src->cols, groups);
@@ -108,7 +119,8 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     src->data = st->data;
     src->dtype = st->dtype;
     src->packed = st->packed;
-    src->layout = t->layout == PF__LAYOUT_ROW                                       ? PF__LAYOUT_VECTOR
+    src->layout = t->layout == PF__LAYOUT_ROW || t->layout == PF__LAYOUT_COLUMN      ? PF__LAYOUT_VECTOR
+                  : t->layout == PF__LAYOUT_GROUPED_IN_OUT && groups == 1            ? PF__LAYOUT_OUT_IN /* an nn.Linear */
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS || t->layout == PF__LAYOUT_EXPERT_VECTORS ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_EXPERTS || blocked_experts              ? PF__LAYOUT_OUT_IN
@@ -403,6 +415,39 @@ static pf_result pf__join_lm_head_extra(pf_model *m) {
     return PF_OK;
 }
 
+/* ConvBERT's output projection [hidden, 2 Q] reads the attention heads' outputs, then the
+   convolution heads': split into its two [hidden, Q] halves (fp32 on the host), PF__SLOT_ATTN_OUT_WEIGHT
+   and PF__SLOT_CONV_OUT_WEIGHT, which the ranks split by heads as any attention output (a rank's
+   convolution heads are its attention heads' numbers), so that each rank's inputs of it are two
+   ranges of the file's columns. */
+static pf_result pf__split_conv_output(pf_model *m) {
+    const pf__config *c = &m->config;
+    size_t h = (size_t)c->hidden_size, q = (size_t)c->num_heads * c->head_dim;
+    for (int l = 0; l < c->num_layers; l++) {
+        pf__source *layer = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER];
+        pf__source *joined = &layer[PF__SLOT_ATTN_JOINED_OUT_WEIGHT];
+        if (!joined->data) continue;
+        if (joined->packed || joined->pieces)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d's attention output projection is quantized, which is "
+                            "not implemented for ConvBERT's", m->dir, l);
+        if (!m->split_attn_out && !(m->split_attn_out = (float *)malloc((size_t)c->num_layers * 2 * h * q * sizeof(float))))
+            return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        float *attn = m->split_attn_out + (size_t)l * 2 * h * q, *conv = attn + h * q;
+        for (size_t o = 0; o < h; o++)
+            for (size_t i = 0; i < q; i++) {
+                attn[o * q + i] = pf__weight_value(joined->data, o * 2 * q + i, joined->dtype);
+                conv[o * q + i] = pf__weight_value(joined->data, o * 2 * q + q + i, joined->dtype);
+            }
+        static const pf__slot halves[2] = {PF__SLOT_ATTN_OUT_WEIGHT, PF__SLOT_CONV_OUT_WEIGHT};
+        for (int k = 0; k < 2; k++) {
+            pf__source_to_host(&layer[halves[k]], k ? conv : attn, h, q);
+            layer[halves[k]].split = PF__SPLIT_HEAD_ROWS;
+        }
+        joined->data = NULL;
+    }
+    return PF_OK;
+}
+
 /* MobileBERT's stacked MLPs: the layer has num_feedforward_networks - 1 besides its own. */
 static pf_result pf__check_stacked_ffns(pf_model *m) {
     const pf__config *c = &m->config;
@@ -462,6 +507,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
         return r;
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
+    if ((r = pf__split_conv_output(m))) return r;
     if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
@@ -791,6 +837,7 @@ void pf_free(pf_model *m) {
     free(m->fused_qkv_bias);
     free(m->folded_qk);
     free(m->joined_lm_head);
+    free(m->split_attn_out);
     for (int i = 0; m->label_names && i < m->config.num_labels; i++) free(m->label_names[i]);
     free(m->label_names);
     free(m->logits);

@@ -155,7 +155,7 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
         gathered[i].packed = NULL;
         gathered[i].packed_pieces = NULL;
         if (gathered[i].layout == PF__LAYOUT_IN_OUT || gathered[i].layout == PF__LAYOUT_EXPERTS_IN_OUT ||
-            gathered[i].layout == PF__LAYOUT_GROUPED)
+            gathered[i].layout == PF__LAYOUT_GROUPED || gathered[i].layout == PF__LAYOUT_GROUPED_IN_OUT)
             gathered[i].layout = PF__LAYOUT_OUT_IN; /* gathered as [rows][cols] (a grouped one dense) */
         gathered[i].groups = 1;
         if ((i == PF__SLOT_REL_BIAS || i == PF__SLOT_ENC_REL_BIAS) && full[i]) /* no rank holds it as a weight (each has a table): from the source */

@@ -49,6 +49,7 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
         PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD) PF__NAME(PF__LAYOUT_, GROUPED)
+        PF__NAME(PF__LAYOUT_, COLUMN) PF__NAME(PF__LAYOUT_, GROUPED_IN_OUT)
     }
     return NULL;
 }
@@ -139,6 +140,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, FFN2_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN2_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN2_NORM_BIAS)
         PF__NAME(PF__SLOT_, FFN3_UP_WEIGHT) PF__NAME(PF__SLOT_, FFN3_UP_BIAS) PF__NAME(PF__SLOT_, FFN3_DOWN_WEIGHT)
         PF__NAME(PF__SLOT_, FFN3_DOWN_BIAS) PF__NAME(PF__SLOT_, FFN3_NORM_WEIGHT) PF__NAME(PF__SLOT_, FFN3_NORM_BIAS)
+        PF__NAME(PF__SLOT_, CONV_DEPTHWISE_WEIGHT) PF__NAME(PF__SLOT_, CONV_KEY_WEIGHT) PF__NAME(PF__SLOT_, CONV_KEY_BIAS)
+        PF__NAME(PF__SLOT_, CONV_KERNEL_WEIGHT) PF__NAME(PF__SLOT_, CONV_KERNEL_BIAS) PF__NAME(PF__SLOT_, CONV_VALUE_WEIGHT)
+        PF__NAME(PF__SLOT_, CONV_VALUE_BIAS) PF__NAME(PF__SLOT_, ATTN_JOINED_OUT_WEIGHT) PF__NAME(PF__SLOT_, CONV_OUT_WEIGHT)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
@@ -1207,7 +1211,13 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *cols = slot == PF__SLOT_K_WEIGHT ? inner : h; /* as q's */
         break;
     case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS: *rows = kv; break;
-    case PF__SLOT_ATTN_OUT_WEIGHT: *rows = inner; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
+    case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CONV_OUT_WEIGHT: *rows = inner; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
+    case PF__SLOT_ATTN_JOINED_OUT_WEIGHT: *rows = h; *cols = 2 * q; break;
+    case PF__SLOT_CONV_DEPTHWISE_WEIGHT: *rows = h; *cols = (size_t)c->conv_kernel; break;
+    case PF__SLOT_CONV_KEY_WEIGHT: case PF__SLOT_CONV_VALUE_WEIGHT: *rows = q; *cols = h; break;
+    case PF__SLOT_CONV_KEY_BIAS: case PF__SLOT_CONV_VALUE_BIAS: *rows = q; break;
+    case PF__SLOT_CONV_KERNEL_WEIGHT: *rows = (size_t)c->num_heads * c->conv_kernel; *cols = q; break;
+    case PF__SLOT_CONV_KERNEL_BIAS: *rows = (size_t)c->num_heads * c->conv_kernel; break;
     case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
     case PF__SLOT_Q_A_BIAS: case PF__SLOT_Q_A_NORM_WEIGHT: *rows = (size_t)c->q_lora_rank; break;
@@ -1268,7 +1278,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     }
 }
 
-/* The groups of a slot stored PF__LAYOUT_GROUPED (its config field); 1 for the other slots. */
+/* The groups of a slot stored PF__LAYOUT_GROUPED or _GROUPED_IN_OUT (its config field); 1 for the other slots. */
 PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot) {
     int groups = 1;
     switch (slot) {

@@ -199,8 +199,8 @@ static size_t pf__transposed_at(const pf__source *src, size_t row, size_t col, s
     return e * per * src->cols + col * per + in_expert;
 }
 
-/* The rank's slice of a PF__LAYOUT_GROUPED source as its dense block-diagonal rows: of each row,
-   the columns of its output's group from the file, zeros elsewhere. */
+/* The rank's slice of a PF__LAYOUT_GROUPED or _GROUPED_IN_OUT source as its dense block-diagonal
+   rows: of each row, the columns of its output's group from the file, zeros elsewhere. */
 static void pf__slice_copy_grouped(float *dst, const pf__source *src, const pf__plan *p) {
     size_t group_rows = src->rows / src->groups, group_cols = src->cols / src->groups;
     for (size_t i = 0; i < p->rows; i++) {
@@ -209,14 +209,19 @@ static void pf__slice_copy_grouped(float *dst, const pf__source *src, const pf__
         size_t hi = last < p->col_begin + p->cols ? last : p->col_begin + p->cols;
         float *out = dst + i * p->cols;
         memset(out, 0, p->cols * sizeof(float));
-        if (lo < hi) pf__source_run(out + (lo - p->col_begin), src, row * group_cols + (lo - first), hi - lo);
+        if (src->layout == PF__LAYOUT_GROUPED) {
+            if (lo < hi) pf__source_run(out + (lo - p->col_begin), src, row * group_cols + (lo - first), hi - lo);
+        } else { /* [groups, in, out]: input col's row of its group's [in, out], at the row's output */
+            for (size_t col = lo; col < hi; col++)
+                pf__source_run(out + (col - p->col_begin), src, col * group_rows + row % group_rows, 1);
+        }
     }
 }
 
 /* Copies the rank's slice of src into dst ([plan rows, plan cols] fp32), converting dtype and
    layout on the way, in runs of consecutive file values. */
 static void pf__slice_copy(float *dst, const pf__source *src, const pf__plan *p, int experts) {
-    if (src->layout == PF__LAYOUT_GROUPED) {
+    if (src->layout == PF__LAYOUT_GROUPED || src->layout == PF__LAYOUT_GROUPED_IN_OUT) {
         pf__slice_copy_grouped(dst, src, p);
         return;
     }
@@ -271,7 +276,7 @@ static const struct pf__stack *pf__stack_of(pf__slot slot) {
    starts and ends at block boundaries of the whole tensor's columns. */
 static int pf__q8_fits(const pf__source *src, const pf__plan *p) {
     return (src->layout == PF__LAYOUT_OUT_IN || src->layout == PF__LAYOUT_IN_OUT || src->layout == PF__LAYOUT_EXPERTS_IN_OUT ||
-            src->layout == PF__LAYOUT_GROUPED) &&
+            src->layout == PF__LAYOUT_GROUPED || src->layout == PF__LAYOUT_GROUPED_IN_OUT) &&
            p->cols % PF__Q8_BLOCK == 0 &&
            p->col_begin % PF__Q8_BLOCK == 0;
 }
@@ -754,6 +759,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->rel_normed = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
         r->rel_qkv = (float *)pf__rank_alloc(r, rel_rows * (q_width + 2 * kv_width) * sizeof(float));
         r->dense_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * (size_t)g->cache_len * sizeof(float));
+    }
+    if (c->conv_kernel) { /* ConvBERT's convolution heads */
+        r->conv_in = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->conv_key = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
+        r->conv_logits = (float *)pf__rank_alloc(r, T * (size_t)c->num_heads * (size_t)c->conv_kernel * sizeof(float));
+        r->conv_out = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
     }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));

@@ -252,6 +252,14 @@ TAPED(gather_rows, GATHER_ROWS_ARGS, 0)
 #define SCATTER_ADD_ROWS_ARGS(X) X(float *, dst) X(const float *, src) X(const int32_t *, rows) \
     X(const float *, scales) X(size_t, count) X(size_t, width)
 TAPED(scatter_add_rows, SCATTER_ADD_ROWS_ARGS, 0)
+#define DEPTHWISE_CONV_ARGS(X) X(float *, out) X(const float *, x) X(const void *, w) X(int, w_dtype) \
+    X(const int *, pad) X(int, batch) X(int, T) X(size_t, width) X(int, k)
+TAPED(depthwise_conv, DEPTHWISE_CONV_ARGS, 0)
+#define MULTIPLY_ARGS(X) X(float *, x) X(const float *, y) X(size_t, y_stride) X(size_t, rows) X(size_t, n)
+TAPED(multiply, MULTIPLY_ARGS, 0)
+#define SPAN_CONV_ARGS(X) X(float *, out) X(const float *, logits) X(size_t, logits_stride) X(const float *, v) \
+    X(const int *, pad) X(int, batch) X(int, T) X(int, heads) X(int, head_dim) X(int, k)
+TAPED(span_conv, SPAN_CONV_ARGS, 0)
 #define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
     X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
 TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
@@ -823,6 +831,64 @@ static int scatter_add_rows_live(pf_cuda_rank *st, float *dst, const float *src,
     if (scales) NEED(scales, count * 4);
     for (size_t i = 0; i < count * width; i++)
         dst[(size_t)rows[i / width] * width + i % width] += scales ? scales[i / width] * src[i] : src[i];
+    return 0;
+}
+
+/* kernels.cu's pf_depthwise_conv_kernel, pf_multiply_kernel and pf_span_conv_kernel: each output
+   summed over the kernel's taps in order, fp32. */
+static int depthwise_conv_live(pf_cuda_rank *st, float *out, const float *x, const void *w, int w_dtype, const int *pad,
+                               int batch, int T, size_t width, int k) {
+    (void)st;
+    size_t rows = (size_t)batch * (size_t)T;
+    if (!rows || !width) return 0;
+    NEED(out, rows * width * 4);
+    NEED(x, rows * width * 4);
+    NEED(w, width * (size_t)k * dsize(w_dtype));
+    if (pad) NEED(pad, (size_t)batch * sizeof(int));
+    for (size_t i = 0; i < rows * width; i++) {
+        size_t n = i / width, c = i % width;
+        int t = (int)(n % (size_t)T), first = pad ? pad[n / (size_t)T] : 0, half = (k - 1) / 2;
+        float acc = 0.0f;
+        for (int j = 0; t >= first && j < k; j++) {
+            int at = t + j - half;
+            if (at >= first && at < T) acc += ld(w, w_dtype, c * (size_t)k + j) * x[(n - (size_t)t + (size_t)at) * width + c];
+        }
+        out[i] = acc;
+    }
+    return 0;
+}
+
+static int multiply_live(pf_cuda_rank *st, float *x, const float *y, size_t y_stride, size_t rows, size_t n) {
+    (void)st;
+    if (!rows || !n) return 0;
+    NEED(x, rows * n * 4);
+    NEED(y, ((rows - 1) * y_stride + n) * 4);
+    for (size_t i = 0; i < rows * n; i++) x[i] *= y[i / n * y_stride + i % n];
+    return 0;
+}
+
+static int span_conv_live(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
+                          const int *pad, int batch, int T, int heads, int head_dim, int k) {
+    (void)st;
+    size_t rows = (size_t)batch * (size_t)T, width = (size_t)heads * (size_t)head_dim;
+    if (!rows || !width) return 0;
+    NEED(out, rows * width * 4);
+    NEED(v, rows * width * 4);
+    NEED(logits, ((rows - 1) * logits_stride + (size_t)heads * (size_t)k) * 4);
+    if (pad) NEED(pad, (size_t)batch * sizeof(int));
+    for (size_t i = 0; i < rows * width; i++) {
+        size_t n = i / width, col = i % width;
+        int t = (int)(n % (size_t)T), first = pad ? pad[n / (size_t)T] : 0, half = (k - 1) / 2;
+        const float *l = logits + n * logits_stride + col / (size_t)head_dim * (size_t)k;
+        float most = l[0], sum = 0.0f, acc = 0.0f;
+        for (int j = 1; j < k; j++) most = fmaxf(most, l[j]);
+        for (int j = 0; j < k; j++) sum += expf(l[j] - most);
+        for (int j = 0; t >= first && j < k; j++) {
+            int at = t + j - half;
+            if (at >= first && at < T) acc += expf(l[j] - most) / sum * v[(n - (size_t)t + (size_t)at) * width + col];
+        }
+        out[i] = acc;
+    }
     return 0;
 }
 

@@ -111,6 +111,11 @@ MOBILEBERT_SHAPE = dict(vocab_size=120, hidden_size=48, embedding_size=16, intra
 # examples give them (0 and the scale's top), the words between at varied places and sizes (the
 # widest and tallest reach row 63 of the width and height tables).
 LAYOUTLM_SHAPE = dict(BERT_SHAPE, num_attention_heads=4, max_2d_position_embeddings=64)
+# ConvBERT: num_attention_heads / head_ratio = 4 attention heads of hidden / 4 / 2 = 6 values and as
+# many span-based dynamic convolution heads (3 ranks split them unevenly), kernels of 5 (the 4-token
+# row's windows reach past both ends), embeddings of 32 projected in; its attention's biases drawn
+# at random (transformers makes the convolution's 0) so that a missing one moves the outputs.
+CONVBERT_SHAPE = dict(BERT_SHAPE, num_attention_heads=8, head_ratio=2, conv_kernel_size=5, embedding_size=32)
 
 
 def layout_boxes(row, length):
@@ -209,6 +214,16 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("mobilebert-nsp", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForNextSentencePrediction", None),
     ("mobilebert-ffn1", "MobileBertConfig", dict(MOBILEBERT_SHAPE, num_feedforward_networks=1), "MobileBertModel", None),
     ("mobilebert-pretraining", "MobileBertConfig", MOBILEBERT_SHAPE, "MobileBertForPreTraining", None),  # its masked LM
+    ("convbert", "ConvBertConfig", CONVBERT_SHAPE, "ConvBertModel", None),
+    ("convbert-mlm", "ConvBertConfig", CONVBERT_SHAPE, "ConvBertForMaskedLM", None),
+    ("convbert-cls", "ConvBertConfig", CONVBERT_SHAPE, "ConvBertForSequenceClassification", 3),
+    ("convbert-tok", "ConvBertConfig", CONVBERT_SHAPE, "ConvBertForTokenClassification", 5),
+    ("convbert-qa", "ConvBertConfig", CONVBERT_SHAPE, "ConvBertForQuestionAnswering", None),
+    ("convbert-mc", "ConvBertConfig", CONVBERT_SHAPE, "ConvBertForMultipleChoice", None),  # each row a question of one choice
+    # grouped linear MLPs (num_groups 2), 6 heads / head_ratio 3 = 2 heads (a third rank holds none),
+    # kernels of 3, embeddings as wide as the blocks (no projection)
+    ("convbert-groups", "ConvBertConfig", dict(BERT_SHAPE, num_attention_heads=6, head_ratio=3, conv_kernel_size=3,
+                                               embedding_size=48, num_groups=2), "ConvBertModel", None),
 ]
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
@@ -346,11 +361,13 @@ def pooled_features(model, base, hidden):
         return base.pooler(hidden)
     head = getattr(model, "classifier", None)
     if head is not None and hasattr(head, "dense"):  # RoBERTa's tanh, ELECTRA's gelu, RoFormer's hidden_act
-        if model.config.model_type == "roformer":
+        if model.config.model_type in ("roformer", "convbert"):
             return transformers.activations.ACT2FN[model.config.hidden_act](head.dense(hidden[:, 0]))
         return getattr(head, "activation", torch.tanh)(head.dense(hidden[:, 0]))
     if getattr(model, "pre_classifier", None) is not None:
         return torch.relu(model.pre_classifier(hidden[:, 0]))
+    if getattr(model, "sequence_summary", None) is not None:  # ConvBERT's multiple choice: the last token
+        return model.sequence_summary(hidden)
     return None
 
 
@@ -363,6 +380,8 @@ def make(name, config_class, shape, class_name, labels, seed):
     model = getattr(transformers, class_name)(config).eval()
     if config.model_type == "mobilebert":
         randomize_norms(model)
+    if config.model_type == "convbert":
+        randomize_attention_biases(model)
     out = FIXTURES / name
     out.mkdir(parents=True, exist_ok=True)
     shutil.rmtree(out)
@@ -372,9 +391,12 @@ def make(name, config_class, shape, class_name, labels, seed):
     rows = (DECODER_ROWS if is_decoder(reloaded) else SEQ2SEQ_ROWS if reloaded.config.is_encoder_decoder
             else ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS])
     boxes = [layout_boxes(i, len(ids)) for i, (ids, _) in enumerate(rows)] if config.model_type == "layoutlm" else None
-    hidden, pooled, logits = run_rows(reloaded, rows, boxes)
-    alone = [run_rows(reloaded, [row], boxes and [boxes[i]])[0] for i, row in enumerate(rows)]  # padding changes nothing
-    assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
+    if config.model_type == "convbert":  # its convolutions read the right pads: each row run alone
+        hidden, pooled, logits = rows_alone(reloaded, rows)
+    else:
+        hidden, pooled, logits = run_rows(reloaded, rows, boxes)
+        alone = [run_rows(reloaded, [row], boxes and [boxes[i]])[0] for i, row in enumerate(rows)]  # padding changes nothing
+        assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
     lines = [f"rows={len(ROWS)}"]
     for i, (ids, types) in enumerate(rows):
         lines += [f"ids{i}=" + ",".join(map(str, ids)), f"types{i}=" + ",".join(map(str, types))]
@@ -398,6 +420,21 @@ def make(name, config_class, shape, class_name, labels, seed):
     arch = json.loads((out / "config.json").read_text())["architectures"]
     print(f"  {name}: {arch[0]}, hidden std {float(hidden.std()):.2f}"
           + (f", logits {tuple(logits.shape)} std {float(logits.std()):.2f}" if logits is not None else ""))
+
+
+def rows_alone(model, rows):
+    """run_rows of each row alone, joined: what the library gives each row of a batch (ConvBERT's
+    convolutions mix the right pads of a padded batch into the last real tokens in transformers)."""
+    outs = [run_rows(model, [row]) for row in rows]
+    return tuple(None if outs[0][k] is None else torch.cat([o[k] for o in outs]) for k in range(3))
+
+
+def randomize_attention_biases(model):
+    """ConvBERT's attention biases (the convolution's transformers makes 0) drawn at random."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".attention.self." in name and name.endswith("bias"):
+                p.normal_(0.0, 0.2)
 
 
 def randomize_norms(model):

@@ -395,6 +395,46 @@ static void test_mobilebert_refusals(void) {
     }
 }
 
+/* ConvBERT's keys that shape its heads and layers: an even kernel (which transformers' two paddings
+   cannot line up), head counts that leave hidden_size unsplit, and group counts that disagree with
+   a weight or divide no channels are refused by name. */
+static void test_convbert_refusals(void) {
+    if (copy_fixture("convbert")) return;
+    edit_file("config.json", "\"conv_kernel_size\": 5", "\"conv_kernel_size\": 4");
+    expect_load("ConvBERT with conv_kernel_size 4", NULL, PF_ERROR_UNSUPPORTED, "\"conv_kernel_size\" 4 is not supported");
+    if (copy_fixture("convbert")) return;
+    edit_file("config.json", "\"head_ratio\": 2", "\"head_ratio\": 0");
+    expect_load("ConvBERT with head_ratio 0", NULL, PF_ERROR_FORMAT, "\"head_ratio\" 0 or num_attention_heads 8 is below 1");
+    if (copy_fixture("convbert")) return;
+    edit_file("config.json", "\"num_attention_heads\": 8", "\"num_attention_heads\": 10");
+    expect_load("ConvBERT with 5 heads over hidden_size 48", NULL, PF_ERROR_FORMAT,
+                "hidden_size 48 is not a multiple of twice the 5 heads");
+    if (copy_fixture("convbert")) return;
+    edit_file("config.json", "\"head_ratio\": 2", "\"head_ratio\": 4");
+    expect_load("ConvBERT with head_ratio 4 over weights of 4 heads", NULL, PF_ERROR_FORMAT, "conv_kernel_layer.weight");
+    if (copy_fixture("convbert-groups")) return;
+    edit_file("config.json", "\"num_groups\": 2", "\"num_groups\": 3");
+    expect_load("ConvBERT with num_groups 3 over weights of 2 groups", NULL, PF_ERROR_FORMAT,
+                "intermediate.dense.weight' is not [3, 16, 32] as the config needs");
+    if (copy_fixture("convbert-groups")) return;
+    edit_file("config.json", "\"num_groups\": 2", "\"num_groups\": 5");
+    expect_load("ConvBERT with num_groups 5", NULL, PF_ERROR_FORMAT, "5 groups do not divide its 48 inputs");
+    if (copy_fixture("convbert-groups")) return;
+    edit_file("config.json", "\"num_groups\": 2", "\"num_groups\": 1");
+    expect_load("ConvBERT with num_groups 1 over grouped weights", NULL, PF_ERROR_FORMAT, "intermediate.dense.weight");
+    /* the multiple-choice head's summary: the last token's state as it is */
+    if (copy_fixture("convbert-mc")) return;
+    edit_file("config.json", "\"head_ratio\": 2", "\"head_ratio\": 2, \"summary_type\": \"first\"");
+    expect_load("ConvBERT's multiple choice with summary_type first", NULL, PF_ERROR_UNSUPPORTED,
+                "\"summary_type\" \"first\" is not supported");
+    if (copy_fixture("convbert-mc")) return;
+    edit_file("config.json", "\"head_ratio\": 2", "\"head_ratio\": 2, \"summary_use_proj\": true");
+    expect_load("ConvBERT's multiple choice with summary_use_proj", NULL, PF_ERROR_UNSUPPORTED, "\"summary_use_proj\"");
+    if (copy_fixture("convbert-mc")) return;
+    edit_file("config.json", "\"head_ratio\": 2", "\"head_ratio\": 2, \"summary_activation\": \"tanh\"");
+    expect_load("ConvBERT's multiple choice with summary_activation", NULL, PF_ERROR_UNSUPPORTED, "\"summary_activation\"");
+}
+
 /* Values transformers computes differently from what we implement, or cannot compute, are
    refused by name. */
 static void test_refused_values(void) {
@@ -1390,6 +1430,7 @@ void test_config(void) {
     test_refused_values();
     test_deberta_refusals();
     test_squeezebert_refusals();
+    test_convbert_refusals();
     test_layoutlm_refusals();
     test_mobilebert_refusals();
     test_fused_families();

@@ -1220,6 +1220,13 @@ void test_encoders(void) {
     test_encoder_fixture("mobilebert-nsp", PF_HEAD_NEXT_SENTENCE, 2, 0);
     test_encoder_fixture("mobilebert-ffn1", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("mobilebert-pretraining", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("convbert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("convbert-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("convbert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("convbert-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("convbert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("convbert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_encoder_fixture("convbert-groups", PF_HEAD_NONE, 0, 0);
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();
