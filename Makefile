@@ -255,7 +255,8 @@ test-cuda-standin: $(STANDIN)/test_cuda
 # 3 x 1, against one process with as many ranks (bit for bit) and transformers, every process
 # making the calls (SPMD) and process 0 alone (--driven: the others in pf_follow); decoders in
 # pipeline stages (--stages: 2 and 3, 1 or 2 ranks inside a stage, in one process or two); then a process
-# killed mid-request (test/test_mpi_kill.sh, both ways), and the server under mpirun -np 2 against
+# killed mid-request (test/test_mpi_kill.sh: mpirun ends the job) and stopped or killed where the
+# launcher keeps the job (the survivors' waits end, naming it), and the server under mpirun -np 2 against
 # one process (test/test_mpi_server.sh, when libmicrohttpd and jansson are found). Open MPI refuses
 # root without --allow-run-as-root; --oversubscribe lets more processes than cores run.
 MPIRUN       ?= mpirun
@@ -309,6 +310,11 @@ test-mpi:
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --driven
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --stages 2
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --np 3
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --stop
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --np 3 --stop --driven
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --stop --stages 2
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --np 3 --keep-job
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny --pipeline-stages 2
 

@@ -18657,7 +18657,7 @@ int pf_testing_follower_refuses = 0;
 #ifdef PF_MPI
 #include <mpi.h>
 
-enum { PF__TAG_DATA = 1, PF__TAG_END = 2, PF__TAG_CALL = 3 };
+enum { PF__TAG_DATA = 1, PF__TAG_END = 2, PF__TAG_CALL = 3, PF__TAG_OUTPUTS = 4, PF__TAG_LOST = 5 };
 
 /* A job as process 0 sends it to its followers (process_0_drives): the kind and sizes, which of
    the job's host arrays it has (present: a bit each, inputs then outputs), then the input arrays
@@ -18710,8 +18710,19 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
 typedef struct pf__mpi_verdict {
     int code;       /* pf_result */
     int propagated; /* it failed because another process did */
+    int lost;       /* a process it gave up on (the group is lost: pf__mpi_lose), or -1 */
     char message[PF__MESSAGE_SIZE];
 } pf__mpi_verdict;
+
+/* pf_parallel_options.process_timeout_ms when it is 0 */
+#define PF__PROCESS_TIMEOUT_MS 30000
+
+/* How many timeouts each wait allows. A process that waits on another that itself waits on a lost
+   one must wait longer, so that the one it waits on gives the lost one up first and names it to
+   everyone (pf__mpi_lose's notice): inside a job the processes wait on peers at the same point; at
+   a job's end on every process's verdict (peers may still be inside the job, waiting); for the
+   outputs on a process that may still be at the job's end. */
+enum { PF__PATIENCE_IN_JOB = 1, PF__PATIENCE_JOB_END = 2, PF__PATIENCE_OUTPUTS = 3 };
 
 struct pf__mpi {
     MPI_Comm comm;                /* a duplicate of MPI_COMM_WORLD: the library's messages alone */
@@ -18720,6 +18731,7 @@ struct pf__mpi {
     size_t gathered_floats;
     const float **world_in;       /* [world_ranks]: every rank's buffer, in world rank order */
     MPI_Request *requests;        /* [processes x num_ranks] */
+    int *request_peer;            /* [processes x num_ranks]: the other process of each request */
     pf__mpi_verdict *verdicts;    /* [processes]: this job's ENDs */
     unsigned char *ended;         /* [processes]: END already received in this job */
     int peer_failed;              /* this process failed because another did */
@@ -18735,6 +18747,11 @@ struct pf__mpi {
     size_t call_bytes;
     void *outputs[PF__CALL_OUTPUTS]; /* a follower's room for a job's host outputs */
     size_t output_bytes[PF__CALL_OUTPUTS];
+    double timeout_s;             /* the longest wait on another process in a job; 0: none */
+    int bounded;                  /* this job's waits end after timeout_s (every job's but the setup's) */
+    int lost;                     /* a process given up on (pf__mpi_lose), or -1 */
+    char lost_message[PF__MESSAGE_SIZE]; /* why, naming it: every later call's error */
+    pf__mpi_verdict lost_notice;  /* what this process told the others when it gave one up */
 };
 
 /* An MPI call's failure as a message; 0 when it succeeded. */
@@ -18775,8 +18792,12 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
     int *counts = (int *)calloc((size_t)p->processes * 3, sizeof(int));
     p->requests = (MPI_Request *)calloc((size_t)p->processes * g->num_ranks, sizeof *p->requests);
     p->verdicts = (pf__mpi_verdict *)calloc((size_t)p->processes, sizeof *p->verdicts);
+    p->request_peer = (int *)calloc((size_t)p->processes * g->num_ranks, sizeof *p->request_peer);
     p->ended = (unsigned char *)calloc((size_t)p->processes, 1);
-    if (!counts || !p->requests || !p->verdicts || !p->ended) {
+    p->lost = -1;
+    int timeout_ms = g->options.process_timeout_ms ? g->options.process_timeout_ms : PF__PROCESS_TIMEOUT_MS;
+    p->timeout_s = timeout_ms > 0 ? timeout_ms / 1000.0 : 0.0;
+    if (!counts || !p->requests || !p->request_peer || !p->verdicts || !p->ended) {
         free(counts);
         return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     }
@@ -18826,6 +18847,7 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
     if (!p) return;
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (p->lost >= 0) finalized = 1; /* a lost group's MPI may wait forever: the job is ending (MPI_Abort) */
     if (!finalized && p->driven && p->process == 0) { /* the followers stop following */
         pf__mpi_call quit;
         memset(&quit, 0, sizeof quit);
@@ -18838,6 +18860,7 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
     free(p->gathered);
     free(p->world_in);
     free(p->requests);
+    free(p->request_peer);
     free(p->verdicts);
     free(p->ended);
     free(p->drain);
@@ -18848,30 +18871,140 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
 /* Whether every process says ok (outside jobs: a step of setup that one process may fail). */
 PF_PRIVATE int pf__mpi_agree(pf__group *g, int ok) {
     int all = 0;
+    if (g->mpi->lost >= 0) return 0;
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, g->mpi->comm) != MPI_SUCCESS) return 0;
     return all;
 }
 
-/* MPI_Probe that sleeps while it waits long: a blocking probe spins on a core for as long as a peer
-   computes (a long prompt's layer, or a peer that is late to the request), which the ranks of this
-   host's other processes need. It spins first (a peer at the same all-reduce answers within
-   microseconds), then naps in steps of 20 us. */
-static int pf__mpi_probe(struct pf__mpi *p, int q, MPI_Status *probed) {
+/* Takes a LOST notice (another process gave one up, pf__mpi_lose) that probed found: this group is
+   lost too, for its reason. */
+static int pf__mpi_receive_lost(struct pf__mpi *p, const MPI_Status *probed) {
+    pf__mpi_verdict notice;
+    int status = MPI_Recv(&notice, (int)sizeof notice, MPI_BYTE, probed->MPI_SOURCE, PF__TAG_LOST, p->comm,
+                          MPI_STATUS_IGNORE);
+    if (status == MPI_SUCCESS && p->lost < 0) {
+        p->lost = notice.lost;
+        snprintf(p->lost_message, sizeof p->lost_message, "%s", notice.message);
+    }
+    return status;
+}
+
+/* The pace of every wait on other processes: it spins first (a peer at the same all-reduce answers
+   within microseconds), then naps in steps of 20 us (a blocking MPI call spins on a core for as long
+   as a peer computes: a long prompt's layer, or a peer that is late to the request, which the ranks
+   of this host's other processes need). Returns 1 when the wait is over: the group is lost (another
+   process's LOST notice came), or `patience` timeouts have passed since start in a bounded job (the
+   peer is then given up: pf__mpi_lose). */
+static int pf__mpi_pause(struct pf__mpi *p, int spins, const struct timespec *start, int patience) {
+    if (p->lost >= 0) return 1;
+    if (spins < 1000) return 0;
+    struct timespec nap = {0, 20000}, now;
+    nanosleep(&nap, NULL);
+    if (!p->bounded || p->timeout_s <= 0) return 0;
+    int noticed = 0;
+    MPI_Status probed;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, PF__TAG_LOST, p->comm, &noticed, &probed) == MPI_SUCCESS && noticed &&
+        pf__mpi_receive_lost(p, &probed) == MPI_SUCCESS)
+        return 1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) * 1e-9 > patience * p->timeout_s;
+}
+
+/* MPI_Probe of the next message from one of processes [first, end) (not this one, nor those
+   skip marks), in bounded time: *late is then the process given up (the first of them, which sent
+   nothing; or the one a LOST notice names), else -1. */
+static int pf__mpi_probe(struct pf__mpi *p, int first, int end, const unsigned char *skip, int patience,
+                         MPI_Status *probed, int *late) {
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    *late = -1;
     for (int spins = 0;; spins++) {
-        int found = 0;
-        int status = MPI_Iprobe(q, MPI_ANY_TAG, p->comm, &found, probed);
-        if (status != MPI_SUCCESS || found) return status;
-        if (spins >= 1000) {
-            struct timespec nap = {0, 20000};
-            nanosleep(&nap, NULL);
+        int waited_for = -1;
+        for (int q = first; q < end; q++) {
+            if (q == p->process || (skip && skip[q])) continue;
+            int found = 0, status = MPI_Iprobe(q, MPI_ANY_TAG, p->comm, &found, probed);
+            if (status != MPI_SUCCESS) return status;
+            if (found && probed->MPI_TAG == PF__TAG_LOST) {
+                status = pf__mpi_receive_lost(p, probed);
+                *late = p->lost;
+                return status;
+            }
+            if (found) return status;
+            if (waited_for < 0) waited_for = q;
+        }
+        if (waited_for < 0) return MPI_ERR_OTHER; /* nobody to hear from: a caller's bug */
+        if (pf__mpi_pause(p, spins, &start, patience)) {
+            *late = p->lost >= 0 ? p->lost : waited_for;
+            return MPI_SUCCESS;
         }
     }
 }
 
-/* Receives process q's END into its verdict (after pf__mpi_probe saw it). */
+/* MPI_Waitall of the first n of p->requests, in bounded time: *late is then the process given up
+   (the other process of the first that did not complete; or the one a LOST notice names), else -1. */
+static int pf__mpi_wait_requests(struct pf__mpi *p, int n, int patience, int *late) {
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    *late = -1;
+    for (int spins = 0; n; spins++) {
+        int done = 0, status = MPI_Testall(n, p->requests, &done, MPI_STATUSES_IGNORE);
+        if (status != MPI_SUCCESS || done) return status;
+        if (pf__mpi_pause(p, spins, &start, patience)) {
+            for (int i = 0; i < n && *late < 0; i++) {
+                int complete = 1;
+                if (p->requests[i] != MPI_REQUEST_NULL) MPI_Request_get_status(p->requests[i], &complete, MPI_STATUS_IGNORE);
+                if (!complete) *late = p->request_peer[i];
+            }
+            if (p->lost >= 0) *late = p->lost;
+            if (*late < 0) continue; /* they completed meanwhile */
+            return MPI_SUCCESS;
+        }
+    }
+    return MPI_SUCCESS;
+}
+
+/* Process q did not answer within the timeout while this one waited `what`: the group is lost (q's
+   messages may come later, or never, and every exchange would wait for it again). This job fails
+   with a message naming q, and so does every later call on the group, without MPI; the pending
+   requests of the first n are cancelled, and every other process gets a LOST notice, which ends
+   its waits with the same message at once (one waiting on this process, which waited on q, would
+   otherwise name this one). The processes cannot free the group in step any more: the program ends
+   the job (MPI_Abort). Nothing when the group is lost already (a notice came: its message stays). */
+static void pf__mpi_lose(struct pf__mpi *p, int q, const char *what, int n) {
+    for (int i = 0; i < n; i++)
+        if (p->requests[i] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&p->requests[i]);
+            MPI_Request_free(&p->requests[i]);
+        }
+    if (p->lost >= 0) return;
+    p->lost = q;
+    snprintf(p->lost_message, sizeof p->lost_message,
+             "process %d did not answer within %g s while process %d waited %s: it died, stopped or lost its host "
+             "(pf_parallel_options.process_timeout_ms); the processes cannot run this model together again: end the "
+             "job", q, p->timeout_s, p->process, what);
+    pf__mpi_verdict *notice = &p->lost_notice;
+    notice->code = PF_ERROR_DEVICE;
+    notice->propagated = 0;
+    notice->lost = q;
+    snprintf(notice->message, sizeof notice->message, "%s", p->lost_message);
+    for (int r = 0; r < p->processes; r++) { /* not waited for: the notice stays as it is until the group's end */
+        MPI_Request sent;
+        if (r != p->process && r != q && MPI_Isend(notice, (int)sizeof *notice, MPI_BYTE, r, PF__TAG_LOST, p->comm, &sent) == MPI_SUCCESS)
+            MPI_Request_free(&sent);
+    }
+}
+
+/* Receives process q's END into its verdict (after pf__mpi_probe saw it). One that gave a process
+   up makes this group lost too, for the same reason (the process would never answer here either). */
 static int pf__mpi_receive_end(struct pf__mpi *p, int q) {
     p->ended[q] = 1;
-    return MPI_Recv(&p->verdicts[q], (int)sizeof p->verdicts[q], MPI_BYTE, q, PF__TAG_END, p->comm, MPI_STATUS_IGNORE);
+    int status = MPI_Recv(&p->verdicts[q], (int)sizeof p->verdicts[q], MPI_BYTE, q, PF__TAG_END, p->comm, MPI_STATUS_IGNORE);
+    const pf__mpi_verdict *v = &p->verdicts[q];
+    if (status == MPI_SUCCESS && v->lost >= 0 && p->lost < 0) {
+        p->lost = v->lost;
+        snprintf(p->lost_message, sizeof p->lost_message, "%s", v->message);
+    }
+    return status;
 }
 
 /* A process that ends the job for another's reason (process q's END, received while this one
@@ -18891,7 +19024,11 @@ static void pf__mpi_fail_from(pf__rank *leader, struct pf__mpi *p, int q, const 
 PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *local, size_t count) {
     pf__group *g = leader->group;
     struct pf__mpi *p = g->mpi;
-    int L = g->num_ranks, sends = 0, status = MPI_SUCCESS, ended = -1, count_differs = 0;
+    int L = g->num_ranks, sends = 0, status = MPI_SUCCESS, ended = -1, count_differs = 0, late = -1;
+    if (p->lost >= 0) {
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
+        return NULL;
+    }
     if (count > INT_MAX) {
         pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: an all-reduce of %zu floats exceeds one message", count);
         return NULL;
@@ -18909,15 +19046,17 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
     int first = p->stage_first_process, end = first + p->stage_processes; /* this stage's processes */
     for (int k = 0; k < L; k++) p->world_in[g->first_rank + k] = local[k];
     for (int q = first; q < end && status == MPI_SUCCESS; q++)
-        for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++)
+        for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
+            p->request_peer[sends] = q;
             status = MPI_Isend(local[k], (int)count, MPI_FLOAT, q, PF__TAG_DATA, p->comm, &p->requests[sends++]);
+        }
     /* every process that reached this exchange sent its buffers before waiting for ours; one that
-       did not will send END: so these receives end */
-    for (int q = first; q < end && status == MPI_SUCCESS; q++) {
+       did not will send END (or is lost: it sends nothing within the timeout): so these receives end */
+    for (int q = first; q < end && status == MPI_SUCCESS && late < 0; q++) {
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
             MPI_Status probed;
-            status = pf__mpi_probe(p, q, &probed);
-            if (status != MPI_SUCCESS) break;
+            status = pf__mpi_probe(p, q, q + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
+            if (status != MPI_SUCCESS || late >= 0) break;
             if (probed.MPI_TAG == PF__TAG_END) {
                 status = pf__mpi_receive_end(p, q);
                 if (ended < 0) ended = q;
@@ -18938,8 +19077,14 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
             p->world_in[world] = into;
         }
     }
-    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    int waited = MPI_SUCCESS;
+    if (late < 0) waited = pf__mpi_wait_requests(p, sends, PF__PATIENCE_IN_JOB, &late);
     if (status == MPI_SUCCESS) status = waited;
+    if (late >= 0) {
+        pf__mpi_lose(p, late, "in an all-reduce", sends);
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
+        return NULL;
+    }
     if (count_differs) return NULL; /* its DATA stays queued: the job's end drains it */
     char message[PF__MESSAGE_SIZE];
     if (pf__mpi_failed(status, message, sizeof message, "the all-reduce's exchange")) {
@@ -18955,8 +19100,8 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
 }
 
 /* Pipeline stages, on the leader (the process's rank 0): the hidden state x (count floats) to the
-   process at this one's place in the next stage. A blocking send: that process waits for it (or,
-   failed, drains it at the job's end). */
+   process at this one's place in the next stage, waited for until sent: that process receives it
+   (or, failed, drains it at the job's end; lost, it does neither within the timeout). */
 PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
     struct pf__mpi *p = leader->group->mpi;
     char message[PF__MESSAGE_SIZE];
@@ -18964,8 +19109,14 @@ PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t coun
         pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: a hidden state of %zu floats exceeds one message", count);
         return;
     }
-    int status = MPI_Send(x, (int)count, MPI_FLOAT, p->process + p->stage_processes, PF__TAG_DATA, p->comm);
-    if (pf__mpi_failed(status, message, sizeof message, "sending the hidden state to the next stage"))
+    int to = p->process + p->stage_processes, late = -1;
+    p->request_peer[0] = to;
+    int status = MPI_Isend(x, (int)count, MPI_FLOAT, to, PF__TAG_DATA, p->comm, &p->requests[0]);
+    if (status == MPI_SUCCESS) status = pf__mpi_wait_requests(p, 1, PF__PATIENCE_IN_JOB, &late);
+    if (late >= 0) {
+        pf__mpi_lose(p, late, "to send it the hidden state", 1);
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
+    } else if (pf__mpi_failed(status, message, sizeof message, "sending the hidden state to the next stage"))
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
 }
 
@@ -18974,10 +19125,15 @@ PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t coun
    verdict), sent another size (different requests) or MPI failed. */
 PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
     struct pf__mpi *p = leader->group->mpi;
-    int from = p->process - p->stage_processes, sent = 0;
+    int from = p->process - p->stage_processes, sent = 0, late = -1;
     char message[PF__MESSAGE_SIZE];
     MPI_Status probed;
-    int status = pf__mpi_probe(p, from, &probed);
+    int status = pf__mpi_probe(p, from, from + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
+    if (late >= 0) {
+        pf__mpi_lose(p, late, "for its hidden state", 0);
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
+        return;
+    }
     if (status == MPI_SUCCESS && probed.MPI_TAG == PF__TAG_END) {
         status = pf__mpi_receive_end(p, from);
         if (status == MPI_SUCCESS) {
@@ -18999,22 +19155,32 @@ PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) 
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
 }
 
-/* Receives what process q sent before its END (DATA of exchanges this process left), then END. */
-static int pf__mpi_drain(struct pf__mpi *p, int q) {
-    while (!p->ended[q]) {
+/* Receives every other process's END, and what each sent before it (DATA of exchanges this process
+   left), whichever comes first; stops early when the group is lost (an END or a notice says so). In
+   bounded time: *late is then the process given up. */
+static int pf__mpi_drain(struct pf__mpi *p, int *late) {
+    int left = 0;
+    for (int q = 0; q < p->processes; q++) left += q != p->process && !p->ended[q];
+    for (; left > 0 && p->lost < 0; left--) {
         MPI_Status probed;
-        int status = pf__mpi_probe(p, q, &probed);
-        if (status != MPI_SUCCESS) return status;
-        if (probed.MPI_TAG == PF__TAG_END) return pf__mpi_receive_end(p, q);
-        int bytes = 0;
-        MPI_Get_count(&probed, MPI_BYTE, &bytes);
-        if ((size_t)bytes > p->drain_bytes) {
-            char *grown = (char *)realloc(p->drain, (size_t)bytes);
-            if (!grown) return MPI_ERR_NO_MEM;
-            p->drain = grown;
-            p->drain_bytes = (size_t)bytes;
+        int bytes = 0, status = MPI_SUCCESS;
+        while (status == MPI_SUCCESS) { /* DATA, until END */
+            status = pf__mpi_probe(p, 0, p->processes, p->ended, PF__PATIENCE_JOB_END, &probed, late);
+            if (status != MPI_SUCCESS || *late >= 0) return status;
+            int q = probed.MPI_SOURCE;
+            if (probed.MPI_TAG == PF__TAG_END) {
+                status = pf__mpi_receive_end(p, q);
+                break;
+            }
+            MPI_Get_count(&probed, MPI_BYTE, &bytes);
+            if ((size_t)bytes > p->drain_bytes) {
+                char *grown = (char *)realloc(p->drain, (size_t)bytes);
+                if (!grown) return MPI_ERR_NO_MEM;
+                p->drain = grown;
+                p->drain_bytes = (size_t)bytes;
+            }
+            status = MPI_Recv(p->drain, bytes, MPI_BYTE, q, probed.MPI_TAG, p->comm, MPI_STATUS_IGNORE);
         }
-        status = MPI_Recv(p->drain, bytes, MPI_BYTE, q, probed.MPI_TAG, p->comm, MPI_STATUS_IGNORE);
         if (status != MPI_SUCCESS) return status;
     }
     return MPI_SUCCESS;
@@ -19023,23 +19189,30 @@ static int pf__mpi_drain(struct pf__mpi *p, int q) {
 /* On the caller's thread, after this process's ranks ended the job (local: their first error, its
    text in message): sends END to every other process and receives theirs. Returns the job's result
    on every process alike: the first process's own failure (not one it took from another), with its
-   message in message; PF_OK when none failed. */
+   message in message; PF_OK when none failed. A process given up (here, or by another process: its
+   END says so) fails the job with the message naming it, on every process that still answers. */
 PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size) {
     struct pf__mpi *p = g->mpi;
     pf__mpi_verdict *mine = &p->verdicts[p->process];
     mine->code = (int)local;
     mine->propagated = p->peer_failed;
-    snprintf(mine->message, sizeof mine->message, "%s", local ? message : "");
-    int sends = 0, status = MPI_SUCCESS;
+    mine->lost = p->lost;
+    snprintf(mine->message, sizeof mine->message, "%s", p->lost >= 0 ? p->lost_message : local ? message : "");
+    int sends = 0, status = MPI_SUCCESS, late = -1;
     for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
-        if (q != p->process)
+        if (q != p->process && q != p->lost) {
+            p->request_peer[sends] = q;
             status = MPI_Isend(mine, (int)sizeof *mine, MPI_BYTE, q, PF__TAG_END, p->comm, &p->requests[sends++]);
-    for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
-        if (q != p->process) status = pf__mpi_drain(p, q);
-    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+        }
+    if (status == MPI_SUCCESS) status = pf__mpi_drain(p, &late);
+    if (late >= 0) pf__mpi_lose(p, late, "for the job's end", sends);
+    int waited = MPI_SUCCESS;
+    if (p->lost < 0) waited = pf__mpi_wait_requests(p, sends, PF__PATIENCE_JOB_END, &late);
+    if (late >= 0 || p->lost >= 0) pf__mpi_lose(p, late, "for the job's end", sends);
     if (status == MPI_SUCCESS) status = waited;
     memset(p->ended, 0, (size_t)p->processes);
     p->peer_failed = 0;
+    if (p->lost >= 0) return pf__format(message, message_size, PF_ERROR_DEVICE, "%s", p->lost_message);
     if (status != MPI_SUCCESS) {
         pf__mpi_failed(status, message, message_size, "ending a job");
         return PF_ERROR_DEVICE;
@@ -19057,13 +19230,16 @@ PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *messag
 }
 
 /* Every process's copy of `rows` rows of row_bytes, stride_bytes apart from first, becomes world
-   rank root_rank's process's. Outside jobs, after all processes agreed the job succeeded. */
+   rank root_rank's process's. Outside jobs, after all processes agreed the job succeeded. Point to
+   point from that process, not MPI_Bcast: each process then waits on the one it needs (a tree's
+   inner process may be the lost one) and can stop waiting (a collective cannot be cancelled). */
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
                                             size_t stride_bytes, char *error, size_t error_size) {
     struct pf__mpi *p = g->mpi;
     if (!rows || !row_bytes) return PF_OK;
     if (row_bytes > INT_MAX || stride_bytes > INT_MAX)
         return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: rows of %zu bytes exceed one message", row_bytes);
+    if (p->lost >= 0) return pf__format(error, error_size, PF_ERROR_DEVICE, "%s", p->lost_message);
     int root = p->last_stage_first_process + root_rank / g->num_ranks; /* the outputs are the last stage's */
     for (size_t done = 0; done < rows;) { /* in pieces that an int counts */
         size_t n = rows - done;
@@ -19072,9 +19248,25 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
         MPI_Datatype type;
         int status = MPI_Type_vector((int)n, (int)row_bytes, (int)(rows > 1 ? stride_bytes : row_bytes), MPI_BYTE, &type);
         if (status == MPI_SUCCESS) status = MPI_Type_commit(&type);
+        int late = -1, requests = 0;
         if (status == MPI_SUCCESS) {
-            status = MPI_Bcast((char *)first + done * stride_bytes, 1, type, root, p->comm);
+            char *rows_at = (char *)first + done * stride_bytes;
+            for (int q = 0; q < p->processes && p->process == root && status == MPI_SUCCESS; q++)
+                if (q != root) {
+                    p->request_peer[requests] = q;
+                    status = MPI_Isend(rows_at, 1, type, q, PF__TAG_OUTPUTS, p->comm, &p->requests[requests++]);
+                }
+            if (p->process != root) {
+                p->request_peer[requests] = root;
+                status = MPI_Irecv(rows_at, 1, type, root, PF__TAG_OUTPUTS, p->comm, &p->requests[requests++]);
+            }
             MPI_Type_free(&type);
+            int waited = pf__mpi_wait_requests(p, requests, PF__PATIENCE_OUTPUTS, &late);
+            if (status == MPI_SUCCESS) status = waited;
+        }
+        if (late >= 0) {
+            pf__mpi_lose(p, late, "for a job's outputs", requests);
+            return pf__format(error, error_size, PF_ERROR_DEVICE, "%s", p->lost_message);
         }
         if (pf__mpi_failed(status, error, error_size, "broadcasting a job's outputs")) return PF_ERROR_DEVICE;
         done += n;
@@ -19125,10 +19317,16 @@ static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__jo
     }
     if (job) PF__CALL_INPUTS(PF__PACK)
 #undef PF__PACK
-    int sends = 0, status = MPI_SUCCESS;
-    for (int q = 1; q < p->processes && status == MPI_SUCCESS; q++)
+    int sends = 0, status = MPI_SUCCESS, late = -1;
+    for (int q = 1; q < p->processes && status == MPI_SUCCESS; q++) {
+        p->request_peer[sends] = q;
         status = MPI_Isend(p->call, (int)total, MPI_BYTE, q, PF__TAG_CALL, p->comm, &p->requests[sends++]);
-    int waited = sends ? MPI_Waitall(sends, p->requests, MPI_STATUSES_IGNORE) : MPI_SUCCESS;
+    }
+    int waited = pf__mpi_wait_requests(p, sends, PF__PATIENCE_IN_JOB, &late);
+    if (late >= 0) {
+        pf__mpi_lose(p, late, "to send it a step", sends);
+        return pf__format(error, error_size, PF_ERROR_DEVICE, "%s", p->lost_message);
+    }
     if (status == MPI_SUCCESS) status = waited;
     return pf__mpi_failed(status, error, error_size, "sending a step to the followers") ? PF_ERROR_DEVICE : PF_OK;
 }
@@ -19137,6 +19335,8 @@ static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__jo
    a follower outside pf_follow is refused (its job would wait for partners that run none). */
 PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
     struct pf__mpi *p = g->mpi;
+    if (p->lost >= 0) return pf__format(error, error_size, PF_ERROR_DEVICE, "%s", p->lost_message);
+    p->bounded = kind != PF__JOB_SETUP; /* loading weights takes what each host's disks take */
     if (!p->driven) return PF_OK;
     if (p->process == 0) return pf__mpi_send_call(g, kind, job, error, error_size);
     if (!p->following)
@@ -19184,6 +19384,7 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
         if (p->process == 0)
             return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT,
                               "pf_follow: process 0 drives (it makes the calls); the other processes follow");
+        if (p->lost >= 0) return pf__format(error, error_size, PF_ERROR_DEVICE, "pf_follow: %s", p->lost_message);
         p->following = 0; /* the last job ended */
     }
     for (;;) {

@@ -469,6 +469,22 @@ typedef struct pf_parallel_options {
                                 stage's processes to the next's point to point, and the last stage's
                                 logits to every process. Decoders only; results the bits of one
                                 process with a stage's rank count. 0 or 1 (the default): one stage. */
+    int process_timeout_ms;  /* with across_processes: the longest a process waits for another inside
+                                a request (an all-reduce's partials, a stage's hidden state, a step
+                                sent to a follower; at a step's end and for its outputs, where the
+                                one waited for may itself wait on a lost one, two and three times
+                                that). Past it the process is given up and the others are told: the
+                                request fails with PF_ERROR_DEVICE and a message naming it (it died,
+                                stopped or lost its host) on every process that still answers, and
+                                so does every later call on the model: the program then ends the
+                                job (MPI_Abort; pf_free makes no MPI call). Not bounded: pf_parallelize's loading (disks differ) and
+                                pf_follow's wait between requests (process 0 may be idle for hours).
+                                It must exceed the longest computation one process waits for: a
+                                stage's layers on a prompt chunk. 0: 30000 (30 s); negative: no
+                                limit. Under Open MPI a process that dies ends the job in about 2 s
+                                anyway (mpirun kills the others); this bounds the waits where the
+                                launcher does not (a stopped process, a host that drops off, a
+                                launcher told to keep the job: orte_enable_recovery). */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

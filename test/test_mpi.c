@@ -9,7 +9,8 @@
    --stages S the processes form S pipeline stages (decoders: each stage its layers, tensor
    parallel over its P / S x L ranks), compared with P / S x L ranks in one process.
      mpirun -np P build/mpi/test_mpi test/fixtures L [--driven] [--stages S]
-     mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS [--driven]  (test/test_mpi_kill.sh) */
+     mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS [--stop] [--timeout-ms T] [--driven]
+       [--stages S]  (test/test_mpi_kill.sh) */
 #include <mpi.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #define TOLERANCE_HF 1e-4f /* fp32 outputs against transformers, as test_models.c and test_seq2seq.c */
 
 static int process, processes, local_ranks, world, driven, stages = 1;
+static int process_timeout_ms; /* --timeout-ms: pf_parallel_options.process_timeout_ms */
 static int tp_ranks; /* a stage's ranks: world / stages */
 
 /* The fixture split over the world (across) or over `world` ranks in this process alone. */
@@ -42,6 +44,7 @@ static pf_model *load_split(const char *name, int across) {
     o.across_processes = across;
     o.process_0_drives = across && driven;
     o.pipeline_stages = across ? stages : 0;
+    o.process_timeout_ms = process_timeout_ms;
     r = pf_parallelize(m, across ? local_ranks : tp_ranks, &o);
     CHECK_MSG(r == PF_OK, "%s: pf_parallelize (%s): %s", name, across ? "across processes" : "one process",
               pf_error_message(m));
@@ -371,35 +374,46 @@ static void test_different_rank_counts(void) {
 }
 
 /* test/test_mpi_kill.sh: a long generation loop (--driven: on process 0, the others following);
-   the last process kills itself after ms. */
-static void run_until_killed(int ms) {
+   the last process gets `signal` after ms (SIGKILL: it dies; SIGSTOP: it stops answering, as a
+   process whose host drops off). A survivor whose request fails prints the library's message (the
+   script checks that it names the lost process), frees the model (which must not wait on it), gives
+   the other survivors time to fail and print too, then ends the job. */
+static void run_until_signalled(int ms, int signal) {
     if (process == processes - 1) {
         struct timespec wait = {ms / 1000, (long)(ms % 1000) * 1000000L};
-        pid_t child = fork(); /* a helper that kills this process mid-request */
+        pid_t child = fork(); /* a helper that signals this process mid-request */
         if (child == 0) {
             pid_t parent = getppid();
             nanosleep(&wait, NULL);
-            kill(parent, SIGKILL);
+            kill(parent, signal);
             _exit(0);
         }
     }
-    if (driven && process) {
-        follow_fixture("gpt2-tiny");
-        return;
-    }
     pf_model *m = load_split("gpt2-tiny", 1);
     if (!m) return;
-    int32_t prompt[2] = {1, 2}, out[64];
-    pf_generate_options o = pf_generate_options_init();
-    o.max_new_tokens = 48;
-    for (int i = 0; i < 100000; i++) {
-        int n = 0;
-        if (pf_generate(m, prompt, 2, &o, out, 64, &n) != PF_OK) {
-            printf("process %d: pf_generate failed: %s\n", process, pf_error_message(m));
-            break;
+    pf_result r = PF_OK;
+    const char *call = "pf_follow";
+    if (driven && process) {
+        r = pf_follow(m);
+    } else {
+        int32_t prompt[2] = {1, 2}, out[64];
+        pf_generate_options o = pf_generate_options_init();
+        o.max_new_tokens = 48;
+        call = "pf_generate";
+        for (int i = 0; i < 100000 && !r; i++) {
+            int n = 0;
+            r = pf_generate(m, prompt, 2, &o, out, 64, &n);
         }
     }
+    if (r) printf("process %d: %s failed: %s\n", process, call, pf_error_message(m));
+    else printf("process %d: %s returned\n", process, call);
+    fflush(stdout);
     pf_free(m);
+    if (r) {
+        struct timespec others = {2, 0};
+        nanosleep(&others, NULL);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -408,22 +422,24 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &process);
     MPI_Comm_size(MPI_COMM_WORLD, &processes);
     if (argc < 3) {
-        if (!process) fprintf(stderr, "usage: mpirun -np P %s FIXTURES LOCAL_RANKS [--kill-after-ms MS]\n", argv[0]);
+        if (!process) fprintf(stderr, "usage: mpirun -np P %s FIXTURES LOCAL_RANKS [--kill-after-ms MS [--stop]]\n", argv[0]);
         MPI_Finalize();
         return 2;
     }
     test_fixtures = argv[1];
     local_ranks = atoi(argv[2]);
     world = processes * local_ranks;
-    int kill_after_ms = -1;
+    int kill_after_ms = -1, signal = SIGKILL;
     for (int i = 3; i < argc; i++) {
         if (!strcmp(argv[i], "--driven")) driven = 1;
         else if (!strcmp(argv[i], "--stages") && i + 1 < argc) stages = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--kill-after-ms") && i + 1 < argc) kill_after_ms = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--stop")) signal = SIGSTOP;
+        else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) process_timeout_ms = atoi(argv[++i]);
     }
     tp_ranks = world / stages;
     if (kill_after_ms >= 0) {
-        run_until_killed(kill_after_ms);
+        run_until_signalled(kill_after_ms, signal);
         MPI_Finalize();
         return 0;
     }
