@@ -158,15 +158,18 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
    PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); MXFP4 is ggml's block of 32 e2m1 values and an E8M0 scale (a GGUF's,
-   or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); PF__BLOCKED names them all. */
+   or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); Q4_G is ours, GPTQ's and
+   AWQ's 4-bit groups cut into blocks of 32 (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_Q4_G, PF__DTYPE_PACKED,
+               PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). An
    MXFP4 checkpoint's matrix is PF__DTYPE_MXFP4 with a packed decoding too: its blocks are
-   assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere. */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_MXFP4)
+   assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere;
+   so is a GPTQ or AWQ matrix that Q4_G holds exactly (PF__DTYPE_Q4_G: pf__packed_row_blocks). */
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q4_G)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -248,7 +251,7 @@ PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
    being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
    mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
-   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4). What the integer matrix products
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, Q4_G). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
@@ -304,9 +307,10 @@ enum { PF__CT_ZERO_NONE, PF__CT_ZERO_I8, PF__CT_ZERO_PACKED };
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 /* Values [col, col + n) of row `row` of p, as fp32. */
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out);
-/* An MXFP4 matrix's blocks [first, first + count) of row `row` as ggml's MXFP4 blocks (the E8M0
-   byte, then inputs i and i + 16 in byte i's nibbles): what the ranks keep (PF__DTYPE_MXFP4). */
-PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
+/* Blocks [first, first + count) of row `row` of a matrix kept in blocks (its tensor's dtype): an
+   MXFP4 matrix's as ggml's MXFP4 blocks (the E8M0 byte, then inputs i and i + 16 in byte i's
+   nibbles), a GPTQ or AWQ one's as Q4_G blocks. What the ranks keep. */
+PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
    that we do not implement are refused by name. No quantization_config: nothing to do. */
@@ -2707,7 +2711,10 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
    IQ4_NL, MXFP4) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
-   ggml's block_* structs lay them out.
+   ggml's block_* structs lay them out. Q4_G is not ggml's: GPTQ's and AWQ's 4-bit groups (src/quantized.c)
+   a block of 32 inputs at a time, each block the fp16 scale of its group and output, its zero (a byte,
+   0..15), then Q4_0's 16 bytes of nibbles q; weight = scale * (q - zero), the formats' own
+   dequantization in fp32 (19 bytes: a group of 128 in the file takes 16.5 bytes a 32 weights).
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -2718,7 +2725,7 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
     [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
-    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17},
+    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17}, [PF__DTYPE_Q4_G] = {"Q4_G (GPTQ / AWQ int4)", 5, 19},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -2775,8 +2782,9 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = (int8_t)b[2 + i];
         break;
     case PF__DTYPE_Q4: /* 16 bytes: low nibbles weights 0..15, high 16..31 */
-    case PF__DTYPE_Q4_1: {
-        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : 4);
+    case PF__DTYPE_Q4_1:
+    case PF__DTYPE_Q4_G: { /* the scale, the zero byte, then Q4_0's nibbles */
+        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : t == PF__DTYPE_Q4_G ? 3 : 4);
         for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
         break;
     }
@@ -2830,7 +2838,8 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
 }
 
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
-    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
+    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4
+                      : t == PF__DTYPE_Q4_G ? b[2] : 0;
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
     for (int i = 0; i < 32; i++)
@@ -2838,7 +2847,9 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
-    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: case PF__DTYPE_Q4_G:
+        out->dw = pf__block_f16(b);
+        break;
     case PF__DTYPE_IQ4_XS: out->dw = pf__block_f16(b) * (float)(pf__iq4_xs_scale(b, j) - 32); break;
     case PF__DTYPE_MXFP4: out->dw = pf__e8m0_half(b[0]); break;
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
@@ -2869,7 +2880,7 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     }
 }
 
-/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4), d * q + m (Q4_1,
+/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4; Q4_G's scale * (q - zero)), d * q + m (Q4_1,
    Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
    (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
@@ -5561,7 +5572,11 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
        32 inputs, `<name>_blocks` U8 [..., out, in / 32, 16] (input 2k in byte k's low nibble) beside
        `<name>_scales` U8 [..., out, in / 32]. These are not decoded where the ranks keep blocks
        (CPU ranks, dtype auto or q8_0): each row's blocks become ggml's MXFP4 blocks as they are
-       copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4). */
+       copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4).
+   A 4-bit GPTQ or AWQ matrix whose every 32 inputs lie in one group, with scales fp16 holds, is
+   kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16 scale, zero and
+   nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x zero, whose m
+   fp16 would round (a bias of up to 0.7 % of a step over the block, in half of llama-awq's groups). */
 
 /* ---- decoding ---- */
 
@@ -5642,7 +5657,24 @@ static unsigned pf__mxfp4_nibble(const pf__packed *p, size_t row, size_t c) {
     return c % 2 ? byte >> 4 : byte & 15u;
 }
 
-PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+/* GPTQ's or AWQ's blocks of 32 inputs as Q4_G blocks: each block lies in one group (pf__int_take
+   checked it), whose scale fp16 holds exactly (checked too). */
+static void pf__q4_g_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    for (size_t b = first; b < first + count; b++, out += 19) {
+        size_t col = b * 32, g = pf__int_group(p, col);
+        uint16_t scale = pf__f32_to_f16(pf__packed_scale(p, g * p->rows + row));
+        out[0] = (uint8_t)(scale & 255), out[1] = (uint8_t)(scale >> 8);
+        out[2] = (uint8_t)pf__int_zero(p, row, g);
+        for (size_t i = 0; i < 16; i++) /* input i in the low nibble, i + 16 in the high one */
+            out[3 + i] = (uint8_t)(pf__int_value(p, row, col + i) | pf__int_value(p, row, col + 16 + i) << 4);
+    }
+}
+
+PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    if (p->format != PF__PACKED_MXFP4) {
+        pf__q4_g_row_blocks(p, row, first, count, out);
+        return;
+    }
     for (size_t b = first; b < first + count; b++, out += 17) {
         const uint8_t *in = p->values + (row * p->cols + b * 32) / 2; /* the block's 16 bytes: inputs 2k, 2k + 1 in byte k */
         out[0] = p->scales[row * (p->cols / 32) + b];
@@ -6096,8 +6128,31 @@ static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, cons
     return PF_OK;
 }
 
+/* Whether a 4-bit GPTQ or AWQ matrix is Q4_G blocks exactly: every 32 inputs in one group (groups
+   of a multiple of 32, g_idx constant over each 32: desc_act with static groups), every scale an
+   fp16 number (F16 scales always are). Act order's permuted groups are not: those matrices are
+   decoded into the ranks' dtype (fp32 by default) as before, since keeping them in blocks would
+   need the activations permuted into the groups' order before each product. */
+static int pf__q4_g_holds(const pf__packed *p) {
+    if (p->bits != 4 || p->cols % 32) return 0;
+    if (p->group_of) {
+        for (size_t c = 0; c < p->cols; c++)
+            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return 0;
+    } else if (p->group_size % 32 && p->group_size < p->cols) {
+        return 0;
+    }
+    size_t groups = (p->cols + p->group_size - 1) / p->group_size;
+    for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < groups * p->rows; i++) {
+        float scale = pf__packed_scale(p, i);
+        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return 0;
+    }
+    return 1;
+}
+
 /* A GPTQ or AWQ module's qweight, qzeros, scales (and GPTQ's g_idx) as a packed [out, in] matrix;
-   its tensor, named as the unquantized weight, is written to *out. */
+   its tensor, named as the unquantized weight, is written to *out: Q4_G where those blocks hold it
+   exactly (pf__q4_g_holds), else decoded (PF__DTYPE_PACKED). A scale that is not a finite number
+   is refused. */
 static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *qweight, size_t stem,
                               pf__st_tensor *out, char *message, size_t size) {
     const char *path = qweight->file->path;
@@ -6148,7 +6203,13 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
                       0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
+    for (size_t i = 0; i < groups * rows; i++)
+        if (!isfinite(pf__packed_scale(p, i)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
+                              "(%g, group %zu of output %zu)", path, scales->name, pf__packed_scale(p, i), i / rows,
+                              i % rows);
     pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
+    if (!r && pf__q4_g_holds(p)) out->dtype = PF__DTYPE_Q4_G;
     if (!r) qweight->used = zeros->used = scales->used = 1;
     return r;
 }
@@ -20198,7 +20259,7 @@ PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4), multiplied in
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4) and Q4_G, multiplied in
    their blocks. Each 32-weight sub-block is integers v with factors (pf__sub_block: weight =
    dw s v + mw m) and meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx:
    pf__quantize_x_fn), so its product is dx (dw dot + mw mdot), dot = sum s v qx and mdot =
@@ -20244,7 +20305,8 @@ static PF__INLINE size_t pf__values_of(const pf__dtype t) {
     return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS || t == PF__DTYPE_Q2_K ? 256 : 32;
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17 : t == PF__DTYPE_Q4_1 ? 20
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17
+           : t == PF__DTYPE_Q4_G ? 19 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
            : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
@@ -20323,6 +20385,9 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         *dw = pf__e8m0_half(b[0]);
         return _mm256_shuffle_epi8(levels, pf__q4_load(b + 1));
     }
+    case PF__DTYPE_Q4_G: /* the scale, the zero byte, then Q4_0's nibbles less the zero */
+        *dw = pf__f16_at_f16c(b);
+        return _mm256_sub_epi8(pf__q4_load(b + 3), _mm256_set1_epi8((char)b[2]));
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
         *dw = pf__f16_at_f16c(b + 108);
@@ -20422,6 +20487,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     case PF__DTYPE_MXFP4: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
+    case PF__DTYPE_Q4_G: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -20573,6 +20639,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     case PF__DTYPE_MXFP4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
+    case PF__DTYPE_Q4_G: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -22188,7 +22255,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks,
+   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks, 16 Q4_G,
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
@@ -23928,9 +23995,12 @@ static const uint8_t *pf__blocked_row(const pf__source *src, size_t row) {
 }
 
 /* Blocks [first, first + count) of row `row` of a block-format source into out: the file's bytes,
-   or an MXFP4 checkpoint's assembled from its two tensors (pf__mxfp4_row_blocks). */
+   or a quantized checkpoint's assembled from its tensors (pf__packed_row_blocks: MXFP4's, GPTQ's
+   and AWQ's; per-expert pieces each their own). */
 static void pf__copy_row_blocks(uint8_t *out, const pf__source *src, size_t row, size_t first, size_t count) {
-    if (src->packed) pf__mxfp4_row_blocks(src->packed, row, first, count, out);
+    if (src->packed) pf__packed_row_blocks(src->packed, row, first, count, out);
+    else if (src->packed_pieces)
+        pf__packed_row_blocks(src->packed_pieces[row / src->piece_rows], row % src->piece_rows, first, count, out);
     else memcpy(out, pf__blocked_row(src, row) + first * pf__block_bytes(src->dtype), count * pf__block_bytes(src->dtype));
 }
 
@@ -34667,7 +34737,7 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
                             k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
-        if (st->dtype == PF__DTYPE_PACKED && !src->packed_pieces &&
+        if (st->packed && !src->packed_pieces &&
             !(src->packed_pieces = (const pf__packed **)calloc(count, sizeof *src->packed_pieces)))
             return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         if (src->packed_pieces) src->packed_pieces[k] = st->packed;

@@ -5,7 +5,10 @@
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
    IQ4_NL, MXFP4) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
-   ggml's block_* structs lay them out.
+   ggml's block_* structs lay them out. Q4_G is not ggml's: GPTQ's and AWQ's 4-bit groups (src/quantized.c)
+   a block of 32 inputs at a time, each block the fp16 scale of its group and output, its zero (a byte,
+   0..15), then Q4_0's 16 bytes of nibbles q; weight = scale * (q - zero), the formats' own
+   dequantization in fp32 (19 bytes: a group of 128 in the file takes 16.5 bytes a 32 weights).
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -16,7 +19,7 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
     [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
-    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17},
+    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17}, [PF__DTYPE_Q4_G] = {"Q4_G (GPTQ / AWQ int4)", 5, 19},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -73,8 +76,9 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = (int8_t)b[2 + i];
         break;
     case PF__DTYPE_Q4: /* 16 bytes: low nibbles weights 0..15, high 16..31 */
-    case PF__DTYPE_Q4_1: {
-        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : 4);
+    case PF__DTYPE_Q4_1:
+    case PF__DTYPE_Q4_G: { /* the scale, the zero byte, then Q4_0's nibbles */
+        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : t == PF__DTYPE_Q4_G ? 3 : 4);
         for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
         break;
     }
@@ -128,7 +132,8 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
 }
 
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
-    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
+    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4
+                      : t == PF__DTYPE_Q4_G ? b[2] : 0;
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
     for (int i = 0; i < 32; i++)
@@ -136,7 +141,9 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
-    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: case PF__DTYPE_Q4_G:
+        out->dw = pf__block_f16(b);
+        break;
     case PF__DTYPE_IQ4_XS: out->dw = pf__block_f16(b) * (float)(pf__iq4_xs_scale(b, j) - 32); break;
     case PF__DTYPE_MXFP4: out->dw = pf__e8m0_half(b[0]); break;
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
@@ -167,7 +174,7 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     }
 }
 
-/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4), d * q + m (Q4_1,
+/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4; Q4_G's scale * (q - zero)), d * q + m (Q4_1,
    Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
    (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {

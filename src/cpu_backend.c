@@ -990,7 +990,7 @@ PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4), multiplied in
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4) and Q4_G, multiplied in
    their blocks. Each 32-weight sub-block is integers v with factors (pf__sub_block: weight =
    dw s v + mw m) and meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx:
    pf__quantize_x_fn), so its product is dx (dw dot + mw mdot), dot = sum s v qx and mdot =
@@ -1036,7 +1036,8 @@ static PF__INLINE size_t pf__values_of(const pf__dtype t) {
     return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS || t == PF__DTYPE_Q2_K ? 256 : 32;
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17 : t == PF__DTYPE_Q4_1 ? 20
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17
+           : t == PF__DTYPE_Q4_G ? 19 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
            : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
@@ -1115,6 +1116,9 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         *dw = pf__e8m0_half(b[0]);
         return _mm256_shuffle_epi8(levels, pf__q4_load(b + 1));
     }
+    case PF__DTYPE_Q4_G: /* the scale, the zero byte, then Q4_0's nibbles less the zero */
+        *dw = pf__f16_at_f16c(b);
+        return _mm256_sub_epi8(pf__q4_load(b + 3), _mm256_set1_epi8((char)b[2]));
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
         *dw = pf__f16_at_f16c(b + 108);
@@ -1214,6 +1218,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     case PF__DTYPE_MXFP4: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
+    case PF__DTYPE_Q4_G: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -1365,6 +1370,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     case PF__DTYPE_MXFP4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
+    case PF__DTYPE_Q4_G: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -2980,7 +2986,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks,
+   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks, 16 Q4_G,
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
