@@ -816,9 +816,10 @@ static double block_bound(const float *w, const float *x, size_t k, int exact_x)
 }
 
 /* [BLOCK_ROWS][BLOCK_COLS] weights in blocks of dtype, whose values are `values` (their source's
-   dequantization, named by `source`): decoded bit for bit, and multiplied within the bound. */
+   dequantization, named by `source`): decoded bit for bit, and multiplied within the bound, against
+   int8 x (int8_x: the formats with integer sub-blocks) and fp32 x. */
 static void test_block_values(const char *name, int dtype, size_t block_values, const unsigned char *blocks,
-                              size_t blocks_size, const float *values, const char *source) {
+                              size_t blocks_size, const float *values, const char *source, int int8_x) {
     size_t values_size = BLOCK_ROWS * BLOCK_COLS * sizeof(float);
     float *dequantized = (float *)malloc(values_size);
     pf_testing_block_dequantize(dtype, blocks, BLOCK_ROWS * BLOCK_COLS, dequantized);
@@ -850,7 +851,7 @@ static void test_block_values(const char *name, int dtype, size_t block_values, 
                 for (int kind = 2; kind >= 0; kind--) { /* portable first; AVX2; the default set */
                     pf_testing_portable_cpu = kind == 2;
                     pf_testing_avx2_cpu = kind == 1;
-                    for (int kept = 0; kept < 2; kept++) { /* int8 x (dtype q8), fp32 x (the default) */
+                    for (int kept = !int8_x; kept < 2; kept++) { /* int8 x (dtype q8), fp32 x (the default) */
                         if (kept) pf_testing_cpu_matmul_kept(got, xs, slice, dtype, rows, BLOCK_ROWS, k);
                         else pf_testing_cpu_matmul(got, xs, slice, dtype, NULL, rows, BLOCK_ROWS, k, begin);
                         if (kind == 2) memcpy(kept ? portable_kept : portable, got, sizeof got);
@@ -876,8 +877,11 @@ static void test_block_values(const char *name, int dtype, size_t block_values, 
     }
     CHECK_MSG(worst_ok, "%s: a product beyond its bound of the gguf package's values (worst %.2f, %.2f of the bound)",
               name, worst_int8, worst_kept);
-    printf("  %s blocks: %s; products within %.2f (int8 x) and %.2f (fp32 x) of their bound\n", name, source,
-           worst_int8, worst_kept);
+    if (int8_x)
+        printf("  %s blocks: %s; products within %.2f (int8 x) and %.2f (fp32 x) of their bound\n", name, source,
+               worst_int8, worst_kept);
+    else
+        printf("  %s blocks: %s; products within %.2f (fp32 x) of their bound\n", name, source, worst_kept);
     free(dequantized);
 }
 
@@ -890,7 +894,7 @@ static void test_block_format(const char *name, int dtype, size_t block_values) 
     float *values = (float *)test_read_file(path, &values_size);
     CHECK_MSG(blocks && values && values_size == BLOCK_ROWS * BLOCK_COLS * sizeof(float), "%s: fixture missing", name);
     if (blocks && values && values_size == BLOCK_ROWS * BLOCK_COLS * sizeof(float))
-        test_block_values(name, dtype, block_values, blocks, blocks_size, values, "the gguf package's values");
+        test_block_values(name, dtype, block_values, blocks, blocks_size, values, "the gguf package's values", 1);
     free(blocks);
     free(values);
 }
@@ -926,7 +930,38 @@ static void test_q4_g_blocks(void) {
             values[b * 32 + (size_t)i] = half_value(h) * (float)(q - block[2]);
         }
     }
-    if (blocks && values) test_block_values("Q4_G-random", 16, 32, blocks, blocks_size, values, "scale * (q - zero)");
+    if (blocks && values) test_block_values("Q4_G-random", 16, 32, blocks, blocks_size, values, "scale * (q - zero)", 1);
+    free(blocks);
+    free(values);
+}
+
+/* E4M3 (FP8 checkpoints' e4m3 weights a block of 32 after their fp32 scale) against its
+   definition, the e4m3 value (decoded here: sign, 4 exponent bits of bias 7, 3 mantissa bits,
+   exponent 0 subnormal) times the scale in fp32: random blocks with every code but the two NaNs
+   and scales of both signs from 2^-20 to 2^10; products against fp32 x only (no integer sub-blocks). */
+static void test_e4m3_blocks(void) {
+    enum { BYTES = 36 };
+    size_t blocks_size = BLOCK_ROWS * BLOCK_COLS / 32 * BYTES;
+    unsigned char *blocks = (unsigned char *)malloc(blocks_size);
+    float *values = (float *)malloc(BLOCK_ROWS * BLOCK_COLS * sizeof(float));
+    uint64_t state = 36;
+    for (size_t b = 0; blocks && values && b < BLOCK_ROWS * BLOCK_COLS / 32; b++) {
+        unsigned char *block = blocks + b * BYTES;
+        for (int i = 0; i < BYTES; i++) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            block[i] = (unsigned char)(state >> 33);
+        }
+        float scale = ldexpf(1.0f + (float)block[0] / 256.0f, (int)(b % 31) - 20) * (block[1] & 1 ? -1.0f : 1.0f);
+        memcpy(block, &scale, 4);
+        for (int i = 0; i < 32; i++) {
+            unsigned code = block[4 + i];
+            if ((code & 127) == 127) block[4 + i] = (unsigned char)(code = code - 1); /* NaN: the largest number */
+            unsigned e = code >> 3 & 15, m = code & 7;
+            float magnitude = e ? ldexpf(1.0f + (float)m / 8.0f, (int)e - 7) : ldexpf((float)m, -9);
+            values[b * 32 + (size_t)i] = (code & 128 ? -magnitude : magnitude) * scale;
+        }
+    }
+    if (blocks && values) test_block_values("E4M3-random", 17, 32, blocks, blocks_size, values, "e4m3 value * scale", 0);
     free(blocks);
     free(values);
 }
@@ -943,6 +978,7 @@ static void test_block_formats(void) {
         test_block_format(random_name, formats[f].dtype, formats[f].values);
     }
     test_q4_g_blocks();
+    test_e4m3_blocks();
 }
 #endif
 

@@ -1187,13 +1187,17 @@ static void test_e4m3_codes(void) {
 #ifdef PF_TESTING
 /* The expanded weights are checked against the memory before they are allocated: llama-fp8's take
    4.4 MB in fp32 and under 0.7 MB in q4_0; with 2 MB available, fp32 is refused (naming the
-   smaller dtypes), q4_0 fits, and skip_memory_check lets fp32 through. */
+   smaller dtypes), q4_0 fits, and so do the E4M3 blocks the default keeps (1.6 MB); and
+   skip_memory_check lets fp32 through. */
 static void test_quantized_memory(void) {
     fixture f;
     if (fixture_open("llama-fp8", &f)) return;
     pf_parallel_options po = cpu_options();
     pf_testing_host_available = 2u << 20;
     pf_result r = pf_parallelize(f.model, 2, &po);
+    CHECK_MSG(r == PF_OK, "E4M3 blocks in 2 MB: %s", pf_error_message(f.model));
+    po.dtype = PF_DTYPE_F32;
+    r = pf_parallelize(f.model, 2, &po);
     CHECK_MSG(r == PF_ERROR_OUT_OF_MEMORY && strstr(pf_error_message(f.model), "q4_0"), "fp32 in 2 MB: %s (%s)",
               pf_result_string(r), pf_error_message(f.model));
     CHECK(pf_memory_allocated(f.model, 0) == 0);
@@ -1222,7 +1226,7 @@ static const char *const quantized_files[] = {"config.json", "model.safetensors"
 /* A copy in dir (a mkdtemp template) of fixture `name`'s config.json and model.safetensors with
    the first `from` in `file` (one of the two) replaced by `to` (the same length in the weights,
    whose header keeps its offsets), or, with from NULL, the weights' first value of tensor `to`
-   made bad: an I32 one 2^31 - 1, an F16 one infinity. 0, or -1 (reported). */
+   made bad: an I32 one 2^31 - 1, an F32, F16 or BF16 one infinity. 0, or -1 (reported). */
 static int copy_fixture_edited(const char *name, const char *file, const char *from, const char *to, char *dir) {
     const char *const *files = quantized_files;
     char path[1200];
@@ -1252,11 +1256,13 @@ static int copy_fixture_edited(const char *name, const char *file, const char *f
             snprintf(needle, sizeof needle, "\"%s\":{\"dtype\":\"", to);
             char *at = find_bytes(data, size, needle), *offsets = at ? find_bytes(at, size - (size_t)(at - data), "data_offsets\":[") : NULL;
             int f16 = at && !strncmp(at + strlen(needle), "F16\"", 4), i32 = at && !strncmp(at + strlen(needle), "I32\"", 4);
+            int f32 = at && !strncmp(at + strlen(needle), "F32\"", 4), bf16 = at && !strncmp(at + strlen(needle), "BF16\"", 5);
             for (int i = 7; size >= 8 && i >= 0; i--) header = header << 8 | (unsigned char)data[i];
-            int found = offsets && (f16 || i32) && sscanf(offsets + strlen("data_offsets\":["), "%llu", &begin) == 1 &&
+            int found = offsets && (f16 || i32 || f32 || bf16) && sscanf(offsets + strlen("data_offsets\":["), "%llu", &begin) == 1 &&
                         8 + header + begin + 4 <= size;
-            CHECK_MSG(found, "%s: no I32 or F16 tensor '%s'", name, to);
-            if (found) memcpy(data + 8 + header + begin, f16 ? "\x00\x7c" : "\xff\xff\xff\x7f", f16 ? 2 : 4);
+            CHECK_MSG(found, "%s: no I32, F32, F16 or BF16 tensor '%s'", name, to);
+            const char *bad = f16 ? "\x00\x7c" : bf16 ? "\x80\x7f" : f32 ? "\x00\x00\x80\x7f" : "\xff\xff\xff\x7f";
+            if (found) memcpy(data + 8 + header + begin, bad, f16 || bf16 ? 2 : 4);
         }
         snprintf(path, sizeof path, "%s/%s", dir, files[k]);
         CHECK_MSG(out && test_write_file(path, out, written) == 0, "%s: writing %s", name, path);
@@ -1538,6 +1544,58 @@ static void test_q4_g(void) {
                                PF_ERROR_FORMAT, "not a finite number");
 }
 
+/* FP8 checkpoints kept in E4M3 blocks by default (32 e4m3 codes after their scale in fp32: the
+   format's values exactly): llama-fp8 (128 x 128 blocks) on 1 to 4 ranks (test_fixture_stored),
+   the 64-wide ones (a scale per tensor, E8M0 32 x 32 blocks, compressed-tensors' channels; heads of
+   16, MLP 96: only one rank keeps whole blocks) on one, each within 1e-4 of transformers and its
+   greedy tokens; llama-fp8's weights within 15 % of the file's size (1.125 bytes a weight for the
+   file's 1; the embedding fp32 as in the file) and below the fp32 expansion by at least twice the
+   blocks' bytes (2.6 times: 36 bytes to 128); qwen3_moe-fp8's 16 x 16 blocks are decoded into fp32
+   (its default takes the expansion's bytes). Scales that are not finite numbers are refused. */
+static void test_e4m3(void) {
+    test_fixture_stored("llama-fp8", PF_DTYPE_AUTO);
+    static const char *const narrow[] = {"llama-fp8-tensor", "llama-fp8-ue8m0", "llama-ct-fp8"};
+    for (size_t i = 0; i < QUANT_COUNT(narrow); i++) {
+        fixture f;
+        if (fixture_open(narrow[i], &f)) continue;
+        pf_parallel_options po = cpu_options();
+        pf_result r = pf_parallelize(f.model, 1, &po);
+        float *logits = r == PF_OK ? prompt_logits(&f) : NULL;
+        float diff = logits ? test_max_abs_diff(logits, f.ref_logits, (size_t)f.ref.num_prompt_ids * f.vocab) : INFINITY;
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s in E4M3 blocks: %s, logits differ from transformers by %g", narrow[i],
+                  pf_error_message(f.model), diff);
+        if (r == PF_OK) check_greedy(&f, narrow[i], 1);
+        free(logits);
+        fixture_close(&f);
+    }
+    /* 2 layers of q, o [256, 256], k, v [128, 256], gate, up [384, 256] and down [256, 384] */
+    size_t e4m3_bytes = 2 * (2 * 256 * 256 + 2 * 128 * 256 + 3 * 384 * 256) / 32 * 36;
+    fixture f;
+    if (!fixture_open("llama-fp8", &f)) {
+        char path[1024];
+        size_t file_size = 0;
+        snprintf(path, sizeof path, "%s/llama-fp8/model.safetensors", test_fixtures);
+        free(test_read_file(path, &file_size));
+        size_t blocks = stored_weight_bytes(&f, PF_DTYPE_AUTO), expanded = stored_weight_bytes(&f, PF_DTYPE_F32);
+        CHECK_MSG(blocks && blocks <= file_size + file_size * 15 / 100 && expanded >= blocks + 2 * e4m3_bytes,
+                  "llama-fp8 (%zu bytes, %zu in E4M3 blocks): weights take %zu bytes by default, %zu in fp32", file_size,
+                  e4m3_bytes, blocks, expanded);
+        printf("  llama-fp8 (%zu bytes): weights in %zu bytes with the FP8 matrices in E4M3 blocks, %zu expanded to fp32\n",
+               file_size, blocks, expanded);
+        fixture_close(&f);
+    }
+    if (!fixture_open("qwen3_moe-fp8", &f)) {
+        size_t by_default = stored_weight_bytes(&f, PF_DTYPE_AUTO), expanded = stored_weight_bytes(&f, PF_DTYPE_F32);
+        CHECK_MSG(by_default && by_default == expanded, "qwen3_moe-fp8 (16 x 16 blocks): %zu bytes by default, %zu in fp32",
+                  by_default, expanded);
+        fixture_close(&f);
+    }
+    check_quantized_refusal_in("llama-fp8", "model.safetensors", NULL, "model.layers.1.mlp.up_proj.weight_scale_inv",
+                               PF_ERROR_FORMAT, "not a finite number");
+    check_quantized_refusal_in("llama-ct-fp8", "model.safetensors", NULL, "model.layers.0.self_attn.q_proj.weight_scale",
+                               PF_ERROR_FORMAT, "not a finite number");
+}
+
 /* FP8 (block and tensor scales), GPTQ (4-bit act order in v1, 8-bit v2), AWQ and compressed-tensors
    (int4 groups with packed zeros and BF16 scales, int8 channels with F16 scales, naive int8,
    e4m3 channels) checkpoints: on 1 to
@@ -1573,6 +1631,16 @@ void test_quantized(void) {
         if (fixture_open(names[i], &f)) continue;
         pf_parallel_options po = cpu_options();
         pf_result r = pf_parallelize(f.model, 3, &po);
+        /* the 64-wide FP8 models' heads of 16 put 3 ranks' o_proj columns at 32 + 16 + 16: their
+           E4M3 blocks would be cut, refused; expanded into fp32 they split */
+        int heads_of_16 = !strcmp(names[i], "llama-fp8-tensor") || !strcmp(names[i], "llama-fp8-ue8m0") ||
+                          !strcmp(names[i], "llama-ct-fp8");
+        if (heads_of_16) {
+            CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(f.model), "E4M3"),
+                      "%s on 3 ranks (E4M3 blocks cut): %s (%s)", names[i], pf_result_string(r), pf_error_message(f.model));
+            po.dtype = PF_DTYPE_F32;
+            r = pf_parallelize(f.model, 3, &po);
+        }
         if (r == PF_OK) r = pf_to_cpu(f.model);
         CHECK_MSG(r == PF_OK, "%s: %s", names[i], pf_error_message(f.model));
         float *logits = r == PF_OK ? prompt_logits(&f) : NULL;
@@ -1589,4 +1657,5 @@ void test_quantized(void) {
     test_quantized_refusals();
     test_mxfp4();
     test_q4_g();
+    test_e4m3();
 }
