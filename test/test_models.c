@@ -1515,7 +1515,17 @@ static void test_q4_g(void) {
         free(logits);
         fixture_close(&f);
     }
+    /* a mixture's experts one by one (per-expert pieces): gate and up [48, 64] in Q4_G, down [64, 48]
+       decoded; 1 to 4 ranks here, their columns split on 2 and 3 in test_quantized */
+    test_fixture_stored("qwen3_moe-gptq32", PF_DTYPE_AUTO);
     fixture f;
+    if (!fixture_open("qwen3_moe-gptq32", &f)) {
+        size_t pieces_bytes = 2 * 7 * 2 * 48 * 64 / 32 * 19; /* 2 layers of 7 experts' gate and up */
+        size_t blocks = stored_weight_bytes(&f, PF_DTYPE_AUTO), expanded = stored_weight_bytes(&f, PF_DTYPE_F32);
+        CHECK_MSG(blocks && expanded >= blocks + 5 * pieces_bytes, "qwen3_moe-gptq32 (%zu bytes of experts in Q4_G): "
+                  "weights take %zu bytes by default, %zu in fp32", pieces_bytes, blocks, expanded);
+        fixture_close(&f);
+    }
     if (!fixture_open("llama-gptq", &f)) {
         size_t by_default = stored_weight_bytes(&f, PF_DTYPE_AUTO), expanded = stored_weight_bytes(&f, PF_DTYPE_F32);
         CHECK_MSG(by_default && by_default == expanded, "llama-gptq (act order's permuted groups): %zu bytes by default, "
@@ -1604,12 +1614,13 @@ static void test_e4m3(void) {
 void test_quantized(void) {
     static const char *const names[] = {"llama-fp8", "llama-fp8-tensor", "llama-fp8-ue8m0", "qwen3_moe-fp8",
                                         "llama-gptq", "llama-gptq8", "llama-awq", "llama-gptq-static", "qwen3_moe-gptq",
+                                        "qwen3_moe-gptq32",
                                         "llama-ct-int4", "llama-ct-int8", "llama-ct-naive", "llama-ct-fp8",
                                         "gpt_oss-mxfp4"};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
     /* every expert on every rank, cut by its columns (16 x 16 blocks or groups of 16 of a 48-wide
        expert on 2 and 3 ranks) */
-    static const char *const mixtures[] = {"qwen3_moe-fp8", "qwen3_moe-gptq"};
+    static const char *const mixtures[] = {"qwen3_moe-fp8", "qwen3_moe-gptq", "qwen3_moe-gptq32"};
     for (size_t i = 0; i < QUANT_COUNT(mixtures); i++) {
         fixture moe;
         if (fixture_open(mixtures[i], &moe)) continue;
