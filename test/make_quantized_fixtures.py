@@ -514,7 +514,7 @@ FIXTURE_BUILDERS = {
     "llama-gptq8": lambda: int_fixture("llama-gptq8", llama_config(64, 96, 4), "gptq", 8, -1, 400, v1=False,
                                        with_dequantized=True),
     "qwen3_moe-gptq": lambda: int_fixture("qwen3_moe-gptq", qwen3_moe_config(), "gptq", 4, 16, 800, act_order=True),
-    "qwen3_moe-gptq32": lambda: int_fixture("qwen3_moe-gptq32", qwen3_moe_config(), "gptq", 4, 32, 1500,
+    "qwen3_moe-gptq32": lambda: int_fixture("qwen3_moe-gptq32", qwen3_moe_config(), "gptq", 4, 32, 1600,
                                             experts_only=True),
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),
     "llama-gptq-static": lambda: int_fixture("llama-gptq-static", llama_config(256, 384, 4), "gptq", 4, 64, 1400,
