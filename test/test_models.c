@@ -1473,6 +1473,28 @@ static size_t stored_weight_bytes(fixture *f, pf_dtype dtype) {
     return r == PF_OK ? info.weights : 0;
 }
 
+/* dtype q8_0 on 2 ranks: int8 activations, whose rounding the kernels' tests bound product by
+   product; over these models it compounds to 4-8 % of the largest logit whatever the weights' form
+   (measured in q8_0 on one rank: llama-gptq-static 4.5 %, llama-awq 8.4 % in Q4_G blocks; llama-gptq
+   6.1 %, llama-fp8 5.6 %, llama-ct-int4 4.8 % requantized into q8_0 blocks), so the logits are held within
+   10 % of the largest (a broken block is off by more than the largest logit). Returns the weights'
+   bytes on rank 0 (0: failed, reported). */
+static size_t check_q8_products(fixture *f, const char *name) {
+    pf_parallel_options po = cpu_options();
+    po.dtype = PF_DTYPE_Q8_0;
+    pf_memory_info info = {0};
+    pf_result r = pf_parallelize(f->model, 2, &po);
+    if (!r) r = pf_get_memory_info(f->model, 0, &info);
+    size_t n = (size_t)f->ref.num_prompt_ids * f->vocab;
+    float *logits = r == PF_OK ? prompt_logits(f) : NULL, largest = 0;
+    for (size_t i = 0; i < n; i++) largest = fabsf(f->ref_logits[i]) > largest ? fabsf(f->ref_logits[i]) : largest;
+    float diff = logits ? test_max_abs_diff(logits, f->ref_logits, n) : INFINITY;
+    CHECK_MSG(diff <= 0.1f * largest, "%s in dtype q8_0 on 2 ranks: %s, logits differ by %g (largest %g)", name,
+              pf_error_message(f->model), diff, largest);
+    free(logits);
+    return r == PF_OK ? info.weights : 0;
+}
+
 /* GPTQ and AWQ 4-bit checkpoints kept in Q4_G blocks by default (a 32 inputs' group scale in fp16,
    its zero, the nibbles: the formats' own dequantization, exactly): transformers' logits of the
    dequantized weights within 1e-4 and its greedy tokens on 1 to 4 ranks (test_fixture_stored; 4
@@ -1481,7 +1503,8 @@ static size_t stored_weight_bytes(fixture *f, pf_dtype dtype) {
    fp32 as in the file) and below the fp32 expansion by at least 5 times the blocks' bytes (6.7
    times: 4.75 bits to 32). Act order's permuted groups (llama-gptq) are decoded into fp32 as
    before: its default takes the expansion's bytes. A rank count that cuts blocks is refused, naming
-   what to do; a scale that is not a finite number is refused. */
+   what to do; a scale that is not a finite number is refused. In dtype q8_0 the blocks stay as they
+   are (the same bytes on a rank as the default's), multiplied against int8 activations. */
 static void test_q4_g(void) {
     static const char *const kept[] = {"llama-gptq-static", "llama-awq"};
     /* 2 layers of q, o [256, 256], k, v [128, 256], gate, up [384, 256] and down [256, 384] */
@@ -1500,8 +1523,12 @@ static void test_q4_g(void) {
                   q4_g_bytes, blocks, expanded);
         printf("  %s (%zu bytes): weights in %zu bytes with the 4-bit matrices in Q4_G blocks, %zu expanded to fp32\n",
                kept[i], file_size, blocks, expanded);
-        /* 5 ranks split down_proj's 384 inputs into 77 and 76: inside blocks, refused; expanded, they run */
+        /* the rank's half of the 4-bit matrices would take 522240 bytes requantized into q8_0 blocks */
+        size_t q8 = check_q8_products(&f, kept[i]), linears_in_q8 = q4_g_bytes / 19 * 34 / 2;
+        CHECK_MSG(q8 && q8 < linears_in_q8, "%s on 2 ranks in dtype q8_0: %zu bytes, not below the %zu of its linear "
+                  "layers requantized (the Q4_G blocks kept)", kept[i], q8, linears_in_q8);
         pf_parallel_options po = cpu_options();
+        /* 5 ranks split down_proj's 384 inputs into 77 and 76: inside blocks, refused; expanded, they run */
         pf_result r = pf_parallelize(f.model, 5, &po);
         CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(f.model), "Q4_G") &&
                       strstr(pf_error_message(f.model), "fewer ranks"),
@@ -1592,6 +1619,9 @@ static void test_e4m3(void) {
                   e4m3_bytes, blocks, expanded);
         printf("  llama-fp8 (%zu bytes): weights in %zu bytes with the FP8 matrices in E4M3 blocks, %zu expanded to fp32\n",
                file_size, blocks, expanded);
+        /* dtype q8_0: E4M3 has no integer sub-blocks, so its values are requantized into q8_0 (34 bytes a 32) */
+        size_t q8 = check_q8_products(&f, "llama-fp8");
+        CHECK_MSG(q8 && q8 < blocks, "llama-fp8 in dtype q8_0 on 2 ranks: %zu bytes (the default's on 1: %zu)", q8, blocks);
         fixture_close(&f);
     }
     if (!fixture_open("qwen3_moe-fp8", &f)) {
