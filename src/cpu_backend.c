@@ -1294,6 +1294,18 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
 }
 
 #ifdef PF__AVX2
+/* 8 e4m3 codes as fp32, pf__e4m3_values' numbers without a lookup: code c's exponent and mantissa
+   bits placed as an fp16's (c & 0x7f) << 7, its sign at bit 15, make 2^-8 times its value (exponent
+   0: an fp16 subnormal, which F16C converts exactly), times 256 exactly; S.1111.111 made NaN. */
+PF__AVX2_TARGET static PF__INLINE __m256 pf__e4m3_8_avx2(const unsigned char *codes) {
+    __m128i c = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)codes));
+    __m128i magnitude = _mm_and_si128(c, _mm_set1_epi16(0x7f));
+    __m128i half = _mm_or_si128(_mm_slli_epi16(magnitude, 7), _mm_slli_epi16(_mm_and_si128(c, _mm_set1_epi16(0x80)), 8));
+    __m256 value = _mm256_mul_ps(_mm256_cvtph_ps(half), _mm256_set1_ps(256.0f));
+    __m256 nan = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm_cmpeq_epi16(magnitude, _mm_set1_epi16(0x7f))));
+    return _mm256_or_ps(value, nan); /* all ones where NaN: a NaN (not the table's bits: NaN either way) */
+}
+
 #define PF__F32_R 4 /* rows of x a decoded sub-block meets */
 /* Weight row `row` against R rows of x from r0 (R a constant where inlined: the accumulators stay
    in registers). */
@@ -1311,10 +1323,9 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
             float dw, mw = 0.0f;
             __m256i scales = _mm256_set1_epi16(1), mins = scales, v = scales;
             __m256 wq[4];
-            if (t == PF__DTYPE_E4M3) { /* the fp32 scale, then 32 codes looked up (pf__e4m3_values) */
+            if (t == PF__DTYPE_E4M3) { /* the fp32 scale, then 32 codes */
                 memcpy(&dw, block, sizeof dw);
-                for (int q = 0; q < 4; q++)
-                    wq[q] = _mm256_i32gather_ps(pf__e4m3_values, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(block + 4 + 8 * q))), 4);
+                for (int q = 0; q < 4; q++) wq[q] = pf__e4m3_8_avx2(block + 4 + 8 * q);
             } else if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
             else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
             else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales, &mins);

@@ -962,6 +962,17 @@ static void test_e4m3_blocks(void) {
         }
     }
     if (blocks && values) test_block_values("E4M3-random", 17, 32, blocks, blocks_size, values, "e4m3 value * scale", 0);
+    /* a NaN code (S.1111.111, either sign) makes its product NaN on every kernel set */
+    for (int kind = 2; blocks && kind >= 0; kind--) {
+        pf_testing_portable_cpu = kind == 2;
+        pf_testing_avx2_cpu = kind == 1;
+        static float x[32], out[2];
+        for (int i = 0; i < 32; i++) x[i] = 1.0f;
+        for (int r = 0; r < 2; r++) blocks[r * BYTES + 4 + 5 + 9 * r] = r ? 0xff : 0x7f;
+        pf_testing_cpu_matmul_kept(out, x, blocks, 17, 1, 2, 32);
+        CHECK_MSG(isnan(out[0]) && isnan(out[1]), "E4M3 NaN codes (kernel set %d): products %g, %g", kind, out[0], out[1]);
+    }
+    pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
     free(blocks);
     free(values);
 }
