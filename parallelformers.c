@@ -158,15 +158,21 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
    PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); MXFP4 is ggml's block of 32 e2m1 values and an E8M0 scale (a GGUF's,
-   or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); PF__BLOCKED names them all. */
+   or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); Q4_G is ours, GPTQ's and
+   AWQ's 4-bit groups cut into blocks of 32, and E4M3 FP8 weights a block of 32 with their fp32 scale
+   (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_Q4_G, PF__DTYPE_E4M3, PF__DTYPE_PACKED,
+               PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). An
    MXFP4 checkpoint's matrix is PF__DTYPE_MXFP4 with a packed decoding too: its blocks are
-   assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere. */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_MXFP4)
+   assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere;
+   so is a GPTQ or AWQ matrix that Q4_G holds exactly (PF__DTYPE_Q4_G: pf__packed_row_blocks), and
+   an FP8 one whose scale grid falls on 32 inputs (PF__DTYPE_E4M3). E4M3's values are no integers:
+   it has no sub-blocks (pf__sub_block_decode) and is multiplied against fp32 x only. */
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_E4M3)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -242,13 +248,14 @@ static inline float pf__e8m0_half(uint8_t e) {
 #ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
 extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (ggml's kvalues_iq4nl) */
 extern PF_PRIVATE const int8_t pf__mxfp4_levels[16]; /* e2m1's values doubled (ggml's kvalues_mxfp4) */
+extern PF_PRIVATE const float pf__e4m3_values[256]; /* each e4m3 (float8_e4m3fn) code's value; 0x7f, 0xff NaN */
 #endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
    being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
    mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
-   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4). What the integer matrix products
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, Q4_G). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
@@ -305,9 +312,10 @@ enum { PF__CT_ZERO_NONE, PF__CT_ZERO_I8, PF__CT_ZERO_PACKED };
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 /* Values [col, col + n) of row `row` of p, as fp32. */
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out);
-/* An MXFP4 matrix's blocks [first, first + count) of row `row` as ggml's MXFP4 blocks (the E8M0
-   byte, then inputs i and i + 16 in byte i's nibbles): what the ranks keep (PF__DTYPE_MXFP4). */
-PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
+/* Blocks [first, first + count) of row `row` of a matrix kept in blocks (its tensor's dtype): an
+   MXFP4 matrix's as ggml's MXFP4 blocks (the E8M0 byte, then inputs i and i + 16 in byte i's
+   nibbles), a GPTQ or AWQ one's as Q4_G blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
+PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
    that we do not implement are refused by name. No quantization_config: nothing to do. */
@@ -2755,7 +2763,13 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
    IQ4_NL, MXFP4) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
-   ggml's block_* structs lay them out.
+   ggml's block_* structs lay them out. Q4_G is not ggml's: GPTQ's and AWQ's 4-bit groups (src/quantized.c)
+   a block of 32 inputs at a time, each block the fp16 scale of its group and output, its zero (a byte,
+   0..15), then Q4_0's 16 bytes of nibbles q; weight = scale * (q - zero), the formats' own
+   dequantization in fp32 (19 bytes: a group of 128 in the file takes 16.6 bytes a 32 weights).
+   E4M3 is not ggml's either: FP8 checkpoints' e4m3 weights (src/quantized.c), 32 inputs of a row
+   with the fp32 value of their scale (a tensor's, or its block's), then the 32 codes; weight =
+   e4m3 value * scale, the format's dequantization (36 bytes: the file's 32, and its scales).
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -2766,7 +2780,8 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
     [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
-    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17},
+    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17}, [PF__DTYPE_Q4_G] = {"Q4_G (GPTQ / AWQ int4)", 5, 19},
+    [PF__DTYPE_E4M3] = {"E4M3 (FP8)", 5, 36},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -2776,6 +2791,28 @@ PF_PRIVATE const int8_t pf__iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -2
 /* MXFP4's 16 levels: e2m1 (sign, 2 exponent bits, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6)
    doubled into integers, the block's scale halved to match (ggml's kvalues_mxfp4). */
 PF_PRIVATE const int8_t pf__mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* e4m3 (float8_e4m3fn): sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 subnormal
+   (mantissa / 8 x 2^-6), S.1111.111 NaN, no infinities. Every value is exact in fp32. */
+#define PF__E4M3_POW2(e)                                                                                              \
+    ((e) == 0 ? 1.0f / 128 : (e) == 1 ? 1.0f / 64 : (e) == 2 ? 1.0f / 32 : (e) == 3 ? 1.0f / 16 : (e) == 4 ? 1.0f / 8 \
+     : (e) == 5 ? 1.0f / 4 : (e) == 6 ? 1.0f / 2 : (e) == 7 ? 1.0f : (e) == 8 ? 2.0f : (e) == 9 ? 4.0f : (e) == 10 ? 8.0f \
+     : (e) == 11 ? 16.0f : (e) == 12 ? 32.0f : (e) == 13 ? 64.0f : (e) == 14 ? 128.0f : 256.0f)
+#define PF__E4M3(c)                                                                                                   \
+    (((c) & 127) == 127 ? NAN                                                                                         \
+     : ((c) & 128 ? -1.0f : 1.0f) * (((c) >> 3 & 15) ? (1.0f + (float)((c) & 7) / 8) * PF__E4M3_POW2((c) >> 3 & 15)   \
+                                                     : (float)((c) & 7) / 512))
+#define PF__E4M3_4(c) PF__E4M3(c), PF__E4M3((c) + 1), PF__E4M3((c) + 2), PF__E4M3((c) + 3)
+#define PF__E4M3_16(c) PF__E4M3_4(c), PF__E4M3_4((c) + 4), PF__E4M3_4((c) + 8), PF__E4M3_4((c) + 12)
+#define PF__E4M3_64(c) PF__E4M3_16(c), PF__E4M3_16((c) + 16), PF__E4M3_16((c) + 32), PF__E4M3_16((c) + 48)
+PF_PRIVATE const float pf__e4m3_values[256] = {PF__E4M3_64(0), PF__E4M3_64(64), PF__E4M3_64(128), PF__E4M3_64(192)};
+
+/* An E4M3 block's scale (fp32, little-endian, as every platform we build for stores it). */
+static float pf__e4m3_block_scale(const uint8_t *b) {
+    float scale;
+    memcpy(&scale, b, sizeof scale);
+    return scale;
+}
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
@@ -2823,8 +2860,9 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = (int8_t)b[2 + i];
         break;
     case PF__DTYPE_Q4: /* 16 bytes: low nibbles weights 0..15, high 16..31 */
-    case PF__DTYPE_Q4_1: {
-        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : 4);
+    case PF__DTYPE_Q4_1:
+    case PF__DTYPE_Q4_G: { /* the scale, the zero byte, then Q4_0's nibbles */
+        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : t == PF__DTYPE_Q4_G ? 3 : 4);
         for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
         break;
     }
@@ -2878,7 +2916,8 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
 }
 
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
-    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
+    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4
+                      : t == PF__DTYPE_Q4_G ? b[2] : 0;
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
     for (int i = 0; i < 32; i++)
@@ -2886,7 +2925,9 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
-    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: case PF__DTYPE_Q4_G:
+        out->dw = pf__block_f16(b);
+        break;
     case PF__DTYPE_IQ4_XS: out->dw = pf__block_f16(b) * (float)(pf__iq4_xs_scale(b, j) - 32); break;
     case PF__DTYPE_MXFP4: out->dw = pf__e8m0_half(b[0]); break;
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
@@ -2917,10 +2958,14 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     }
 }
 
-/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4), d * q + m (Q4_1,
+/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4; Q4_G's scale * (q - zero)), d * q + m (Q4_1,
    Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
    (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
+    if (t == PF__DTYPE_E4M3) { /* the format's order: the e4m3 value times the scale */
+        for (int i = 0; i < 32; i++) out[i] = pf__e4m3_values[b[4 + i]] * pf__e4m3_block_scale(b);
+        return;
+    }
     int subs = (int)(pf__block_values(t) / 32);
     for (int j = 0; j < subs; j++) {
         pf__sub_block s;
@@ -2949,6 +2994,7 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     size_t values = pf__block_values(t), j = i % values;
     const uint8_t *b = (const uint8_t *)w + i / values * pf__block_bytes(t);
+    if (t == PF__DTYPE_E4M3) return pf__e4m3_values[b[4 + j]] * pf__e4m3_block_scale(b);
     pf__sub_block s;
     pf__sub_block_decode(t, b, (int)(j / 32), &s);
     j %= 32;
@@ -5657,23 +5703,20 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
        32 inputs, `<name>_blocks` U8 [..., out, in / 32, 16] (input 2k in byte k's low nibble) beside
        `<name>_scales` U8 [..., out, in / 32]. These are not decoded where the ranks keep blocks
        (CPU ranks, dtype auto or q8_0): each row's blocks become ggml's MXFP4 blocks as they are
-       copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4). */
+       copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4).
+   A 4-bit GPTQ or AWQ matrix whose every 32 inputs lie in one group, with scales fp16 holds, is
+   kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16 scale, zero and
+   nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x zero, whose m
+   fp16 would round (a bias of up to 0.7 % of a step over the block, in half of llama-awq's groups).
+   An FP8 matrix whose scale grid falls on 32 inputs (one scale, or blocks a multiple of 32 wide;
+   compressed-tensors' float channels and groups too) is kept as E4M3 blocks: 32 codes as the file
+   holds them after their scale in fp32, 36 bytes (1.125 bytes a weight; the file's 1 and its
+   scales), multiplied through a table of the 256 codes' values. */
 
 /* ---- decoding ---- */
 
-PF_PRIVATE float pf__e4m3_to_f32(uint8_t code) {
-    uint32_t exponent = (code >> 3) & 15, mantissa = code & 7;
-    if (exponent == 15 && mantissa == 7) return NAN; /* e4m3fn has no infinities: S.1111.111 is NaN */
-    if (exponent == 0) { /* subnormal: mantissa/8 x 2^-6, exact in fp32 */
-        float magnitude = (float)mantissa * (1.0f / 512.0f);
-        return code & 0x80 ? -magnitude : magnitude;
-    }
-    /* (1 + mantissa/8) x 2^(exponent - 7): the same bits in fp32's wider fields (bias 127, not 7) */
-    uint32_t bits = (uint32_t)(code & 0x80) << 24 | (exponent + 120) << 23 | mantissa << 20;
-    float value;
-    memcpy(&value, &bits, sizeof value);
-    return value;
-}
+/* The e4m3 table of src/blocks.c (what the E4M3 blocks' kernels read too). */
+PF_PRIVATE float pf__e4m3_to_f32(uint8_t code) { return pf__e4m3_values[code]; }
 
 static uint32_t pf__le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -5738,7 +5781,39 @@ static unsigned pf__mxfp4_nibble(const pf__packed *p, size_t row, size_t c) {
     return c % 2 ? byte >> 4 : byte & 15u;
 }
 
-PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+/* GPTQ's or AWQ's blocks of 32 inputs as Q4_G blocks: each block lies in one group (pf__int_take
+   checked it), whose scale fp16 holds exactly (checked too). */
+static void pf__q4_g_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    for (size_t b = first; b < first + count; b++, out += 19) {
+        size_t col = b * 32, g = pf__int_group(p, col);
+        uint16_t scale = pf__f32_to_f16(pf__packed_scale(p, g * p->rows + row));
+        out[0] = (uint8_t)(scale & 255), out[1] = (uint8_t)(scale >> 8);
+        out[2] = (uint8_t)pf__int_zero(p, row, g);
+        for (size_t i = 0; i < 16; i++) /* input i in the low nibble, i + 16 in the high one */
+            out[3 + i] = (uint8_t)(pf__int_value(p, row, col + i) | pf__int_value(p, row, col + 16 + i) << 4);
+    }
+}
+
+/* FP8's blocks of 32 inputs as E4M3 blocks: each block lies in one block of the scale grid
+   (pf__e4m3_holds), whose scale it carries in fp32 (exact from F32, BF16, F16 and E8M0). */
+static void pf__e4m3_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    for (size_t b = first; b < first + count; b++, out += 36) {
+        size_t col = b * 32;
+        float scale = pf__packed_scale(p, p->scale_cols ? row / p->block_rows * p->scale_cols + col / p->block_cols : 0);
+        memcpy(out, &scale, sizeof scale);
+        memcpy(out + 4, p->values + row * p->cols + col, 32);
+    }
+}
+
+PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    if (p->format == PF__PACKED_FP8) {
+        pf__e4m3_row_blocks(p, row, first, count, out);
+        return;
+    }
+    if (p->format != PF__PACKED_MXFP4) {
+        pf__q4_g_row_blocks(p, row, first, count, out);
+        return;
+    }
     for (size_t b = first; b < first + count; b++, out += 17) {
         const uint8_t *in = p->values + (row * p->cols + b * 32) / 2; /* the block's 16 bytes: inputs 2k, 2k + 1 in byte k */
         out[0] = p->scales[row * (p->cols / 32) + b];
@@ -6122,7 +6197,25 @@ static pf__packed *pf__packed_new(pf__st_index *index) {
     return p;
 }
 
-/* An FP8 weight (.weight, F8_E4M3 [out, in]) and its .weight_scale_inv: the weight becomes packed. */
+/* Whether an FP8 matrix (p) is E4M3 blocks: every 32 inputs of a row under one scale (one for the
+   tensor, or blocks of the grid a multiple of 32 inputs wide). The others (16 x 16 blocks) are
+   decoded into the ranks' dtype. */
+static int pf__e4m3_holds(const pf__packed *p) {
+    return p->cols % 32 == 0 && (!p->scale_cols || p->block_cols % 32 == 0);
+}
+
+/* FP8 (and compressed-tensors' float) scales: a scale that is not a finite number (or an E8M0 255)
+   is refused, naming the tensor. */
+static pf_result pf__fp8_scales_finite(const pf__packed *p, const pf__st_tensor *scale, char *message, size_t size) {
+    for (size_t i = 0; i < scale->numel; i++)
+        if (!isfinite(pf__packed_scale(p, i)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
+                              "(%g, scale %zu)", scale->file->path, scale->name, pf__packed_scale(p, i), i);
+    return PF_OK;
+}
+
+/* An FP8 weight (.weight, F8_E4M3 [out, in]) and its .weight_scale_inv: the weight becomes packed
+   (E4M3 blocks where they hold it, pf__e4m3_holds). */
 static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *scale, size_t stem,
                               char *message, size_t size) {
     pf__st_tensor *w = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight");
@@ -6159,10 +6252,12 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                               (rows + q->block_rows - 1) / q->block_rows, p.scale_cols, rows, cols, q->block_rows,
                               q->block_cols);
     }
+    pf_result r = pf__fp8_scales_finite(&p, scale, message, size);
+    if (r) return r;
     pf__packed *kept = pf__packed_new(index);
     if (!kept) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *kept = p;
-    w->dtype = PF__DTYPE_PACKED;
+    w->dtype = pf__e4m3_holds(kept) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
     w->packed = kept;
     scale->used = 1;
     return PF_OK;
@@ -6192,8 +6287,31 @@ static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, cons
     return PF_OK;
 }
 
+/* Whether a 4-bit GPTQ or AWQ matrix is Q4_G blocks exactly: every 32 inputs in one group (groups
+   of a multiple of 32, g_idx constant over each 32: desc_act with static groups), every scale an
+   fp16 number (F16 scales always are). Act order's permuted groups are not: those matrices are
+   decoded into the ranks' dtype (fp32 by default) as before, since keeping them in blocks would
+   need the activations permuted into the groups' order before each product. */
+static int pf__q4_g_holds(const pf__packed *p) {
+    if (p->bits != 4 || p->cols % 32) return 0;
+    if (p->group_of) {
+        for (size_t c = 0; c < p->cols; c++)
+            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return 0;
+    } else if (p->group_size % 32 && p->group_size < p->cols) {
+        return 0;
+    }
+    size_t groups = (p->cols + p->group_size - 1) / p->group_size;
+    for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < groups * p->rows; i++) {
+        float scale = pf__packed_scale(p, i);
+        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return 0;
+    }
+    return 1;
+}
+
 /* A GPTQ or AWQ module's qweight, qzeros, scales (and GPTQ's g_idx) as a packed [out, in] matrix;
-   its tensor, named as the unquantized weight, is written to *out. */
+   its tensor, named as the unquantized weight, is written to *out: Q4_G where those blocks hold it
+   exactly (pf__q4_g_holds), else decoded (PF__DTYPE_PACKED). A scale that is not a finite number
+   is refused. */
 static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *qweight, size_t stem,
                               pf__st_tensor *out, char *message, size_t size) {
     const char *path = qweight->file->path;
@@ -6244,7 +6362,13 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
                       0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
+    for (size_t i = 0; i < groups * rows; i++)
+        if (!isfinite(pf__packed_scale(p, i)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
+                              "(%g, group %zu of output %zu)", path, scales->name, pf__packed_scale(p, i), i / rows,
+                              i % rows);
     pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
+    if (!r && pf__q4_g_holds(p)) out->dtype = PF__DTYPE_Q4_G;
     if (!r) qweight->used = zeros->used = scales->used = 1;
     return r;
 }
@@ -6368,8 +6492,12 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
         p->scale_rows = scale_rows, p->scale_cols = scale_cols, p->group_size = group, p->bits = q->bits;
     }
     scale->used = 1;
+    if (q->ct_float) {
+        pf_result r = pf__fp8_scales_finite(p, scale, message, size);
+        if (r) return r;
+    }
     if (!q->ct_packed) {
-        weight->dtype = PF__DTYPE_PACKED;
+        weight->dtype = q->ct_float && pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
         weight->packed = p;
         return PF_OK;
     }
@@ -6410,7 +6538,7 @@ static pf_result pf__fp8_tensors(pf__st_index *index, const pf__qconfig *q, char
     }
     for (size_t i = 0; i < index->num_tensors; i++) {
         const pf__st_tensor *t = &index->tensors[i];
-        if (t->dtype != PF__DTYPE_PACKED && !t->used && !strncmp(t->file_dtype, "F8_", 3))
+        if (!t->packed && !t->used && !strncmp(t->file_dtype, "F8_", 3))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is %s without a weight_scale_inv",
                               t->file->path, t->name, t->file_dtype);
     }
@@ -20506,7 +20634,7 @@ PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4), multiplied in
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4) and Q4_G, multiplied in
    their blocks. Each 32-weight sub-block is integers v with factors (pf__sub_block: weight =
    dw s v + mw m) and meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx:
    pf__quantize_x_fn), so its product is dx (dw dot + mw mdot), dot = sum s v qx and mdot =
@@ -20552,7 +20680,8 @@ static PF__INLINE size_t pf__values_of(const pf__dtype t) {
     return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS || t == PF__DTYPE_Q2_K ? 256 : 32;
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17 : t == PF__DTYPE_Q4_1 ? 20
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17
+           : t == PF__DTYPE_Q4_G ? 19 : t == PF__DTYPE_E4M3 ? 36 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
            : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
@@ -20631,6 +20760,9 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         *dw = pf__e8m0_half(b[0]);
         return _mm256_shuffle_epi8(levels, pf__q4_load(b + 1));
     }
+    case PF__DTYPE_Q4_G: /* the scale, the zero byte, then Q4_0's nibbles less the zero */
+        *dw = pf__f16_at_f16c(b);
+        return _mm256_sub_epi8(pf__q4_load(b + 3), _mm256_set1_epi8((char)b[2]));
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
         *dw = pf__f16_at_f16c(b + 108);
@@ -20730,6 +20862,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     case PF__DTYPE_MXFP4: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
+    case PF__DTYPE_Q4_G: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -20737,7 +20870,8 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
 
 /* The file's blocks against fp32 activations (what the ranks compute on blocks they keep; the
    int8 products above are the speed choice of dtype q8/q4): each sub-block's integers, scaled by
-   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
+   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12; E4M3's e4m3 values, exact too, dw
+   its scale), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
    acc_0 = fmaf(mw, sum of the 32 inputs, acc_0), or where the minimum is per 16 weights (Q2_K)
@@ -20773,13 +20907,21 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
             for (size_t b = 0; b < k / values; b++)
                 for (size_t j = 0; j < subs; j++) {
                     pf__sub_block sb;
-                    pf__sub_block_decode(t, w + o * row_bytes + b * bytes, (int)j, &sb);
+                    float wq[32]; /* the sub-block's values before dw: integers, or E4M3's e4m3 values */
+                    const unsigned char *block = w + o * row_bytes + b * bytes;
+                    if (t == PF__DTYPE_E4M3) {
+                        memcpy(&sb.dw, block, sizeof sb.dw);
+                        sb.mw = 0.0f;
+                        for (int i = 0; i < 32; i++) wq[i] = pf__e4m3_values[block[4 + i]];
+                    } else {
+                        pf__sub_block_decode(t, block, (int)j, &sb);
+                        for (int i = 0; i < 32; i++) wq[i] = (float)(sb.scales16[i / 16] * sb.v[i]);
+                    }
                     size_t xb = r * nx + b * subs + j;
                     const float *xr = x + xb * 32;
                     for (int l = 0; l < 8; l++) {
                         float p = 0.0f;
-                        for (int q = 0; q < 4; q++)
-                            p = fmaf((float)(sb.scales16[q / 2] * sb.v[q * 8 + l]), xr[q * 8 + l], p);
+                        for (int q = 0; q < 4; q++) p = fmaf(wq[q * 8 + l], xr[q * 8 + l], p);
                         acc[l] = fmaf(sb.dw, p, acc[l]);
                         if (t == PF__DTYPE_Q2_K) {
                             float pm = 0.0f;
@@ -20796,6 +20938,18 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
 }
 
 #ifdef PF__AVX2
+/* 8 e4m3 codes as fp32, pf__e4m3_values' numbers without a lookup: code c's exponent and mantissa
+   bits placed as an fp16's (c & 0x7f) << 7, its sign at bit 15, make 2^-8 times its value (exponent
+   0: an fp16 subnormal, which F16C converts exactly), times 256 exactly; S.1111.111 made NaN. */
+PF__AVX2_TARGET static PF__INLINE __m256 pf__e4m3_8_avx2(const unsigned char *codes) {
+    __m128i c = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)codes));
+    __m128i magnitude = _mm_and_si128(c, _mm_set1_epi16(0x7f));
+    __m128i half = _mm_or_si128(_mm_slli_epi16(magnitude, 7), _mm_slli_epi16(_mm_and_si128(c, _mm_set1_epi16(0x80)), 8));
+    __m256 value = _mm256_mul_ps(_mm256_cvtph_ps(half), _mm256_set1_ps(256.0f));
+    __m256 nan = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm_cmpeq_epi16(magnitude, _mm_set1_epi16(0x7f))));
+    return _mm256_or_ps(value, nan); /* all ones where NaN: a NaN (not the table's bits: NaN either way) */
+}
+
 #define PF__F32_R 4 /* rows of x a decoded sub-block meets */
 /* Weight row `row` against R rows of x from r0 (R a constant where inlined: the accumulators stay
    in registers). */
@@ -20811,16 +20965,21 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
         const unsigned char *block = row + b * bytes;
         for (size_t j = 0; j < subs; j++) {
             float dw, mw = 0.0f;
-            __m256i scales = _mm256_set1_epi16(1), mins = scales, v;
-            if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
+            __m256i scales = _mm256_set1_epi16(1), mins = scales, v = scales;
+            __m256 wq[4];
+            if (t == PF__DTYPE_E4M3) { /* the fp32 scale, then 32 codes */
+                memcpy(&dw, block, sizeof dw);
+                for (int q = 0; q < 4; q++) wq[q] = pf__e4m3_8_avx2(block + 4 + 8 * q);
+            } else if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
             else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
             else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales, &mins);
-            __m256 wq[4];
-            __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
-            wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
-            wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
-            wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
-            wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
+            if (t != PF__DTYPE_E4M3) {
+                __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
+                wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
+                wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
+                wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
+                wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
+            }
             if (pf__scales16_of(t)) {
                 __m256 s0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 0));
                 __m256 s1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 8));
@@ -20881,6 +21040,8 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     case PF__DTYPE_MXFP4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
+    case PF__DTYPE_Q4_G: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
+    case PF__DTYPE_E4M3: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_E4M3); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -22496,7 +22657,8 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks,
+   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks, 16 Q4_G,
+   17 E4M3 (pf_testing_cpu_matmul_kept only),
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
@@ -22634,8 +22796,10 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         return;
     }
     const float *b = bias ? (const float *)bias->data : NULL;
-    /* blocks against int8 x where the group asked for q8 / q4 products; else against fp32 x */
-    int quantized = PF__BLOCKED(w->dtype) && PF__QUANTIZED(r->group->dtype), kept = PF__BLOCKED(w->dtype) && !quantized;
+    /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's values are no
+       integers: always fp32 x); else against fp32 x */
+    int quantized = PF__BLOCKED(w->dtype) && w->dtype != PF__DTYPE_E4M3 && PF__QUANTIZED(r->group->dtype);
+    int kept = PF__BLOCKED(w->dtype) && !quantized;
     int bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
     size_t need = kept            ? rows * (w->cols / 32) * sizeof(float)
                   : quantized     ? pf__quantized_x_bytes(rows, w->cols)
@@ -24293,9 +24457,12 @@ static const uint8_t *pf__blocked_row(const pf__source *src, size_t row) {
 }
 
 /* Blocks [first, first + count) of row `row` of a block-format source into out: the file's bytes,
-   or an MXFP4 checkpoint's assembled from its two tensors (pf__mxfp4_row_blocks). */
+   or a quantized checkpoint's assembled from its tensors (pf__packed_row_blocks: MXFP4's, GPTQ's
+   and AWQ's; per-expert pieces each their own). */
 static void pf__copy_row_blocks(uint8_t *out, const pf__source *src, size_t row, size_t first, size_t count) {
-    if (src->packed) pf__mxfp4_row_blocks(src->packed, row, first, count, out);
+    if (src->packed) pf__packed_row_blocks(src->packed, row, first, count, out);
+    else if (src->packed_pieces)
+        pf__packed_row_blocks(src->packed_pieces[row / src->piece_rows], row % src->piece_rows, first, count, out);
     else memcpy(out, pf__blocked_row(src, row) + first * pf__block_bytes(src->dtype), count * pf__block_bytes(src->dtype));
 }
 
@@ -24477,7 +24644,8 @@ static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, co
     if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
     if (pf__keeps_blocks(g) && PF__BLOCKED(src->dtype)) return src->dtype; /* pf__blocks_fit checked it */
     /* q8 products on a file's blocks: multiplied as they are, as llama.cpp does */
-    if (g->dtype == PF__DTYPE_Q8 && PF__BLOCKED(src->dtype) && pf__blocks_fit(src, p)) return src->dtype;
+    if (g->dtype == PF__DTYPE_Q8 && PF__BLOCKED(src->dtype) && src->dtype != PF__DTYPE_E4M3 && pf__blocks_fit(src, p))
+        return src->dtype; /* (E4M3 has no integer sub-blocks: quantized to q8_0 from its values) */
     if (PF__QUANTIZED(g->dtype)) return pf__q8_fits(src, p) ? g->dtype : PF__DTYPE_F16;
     return g->dtype;
 }
@@ -35369,7 +35537,7 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
                             k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
-        if (st->dtype == PF__DTYPE_PACKED && !src->packed_pieces &&
+        if (st->packed && !src->packed_pieces &&
             !(src->packed_pieces = (const pf__packed **)calloc(count, sizeof *src->packed_pieces)))
             return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         if (src->packed_pieces) src->packed_pieces[k] = st->packed;

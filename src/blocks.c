@@ -5,7 +5,13 @@
 
 /* Each format stores a row of weights in blocks: 32 weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
    IQ4_NL, MXFP4) or 256 in 8 sub-blocks of 32 (Q4_K, Q5_K, Q6_K, Q3_K, IQ4_XS, Q2_K), little-endian, as
-   ggml's block_* structs lay them out.
+   ggml's block_* structs lay them out. Q4_G is not ggml's: GPTQ's and AWQ's 4-bit groups (src/quantized.c)
+   a block of 32 inputs at a time, each block the fp16 scale of its group and output, its zero (a byte,
+   0..15), then Q4_0's 16 bytes of nibbles q; weight = scale * (q - zero), the formats' own
+   dequantization in fp32 (19 bytes: a group of 128 in the file takes 16.6 bytes a 32 weights).
+   E4M3 is not ggml's either: FP8 checkpoints' e4m3 weights (src/quantized.c), 32 inputs of a row
+   with the fp32 value of their scale (a tensor's, or its block's), then the 32 codes; weight =
+   e4m3 value * scale, the format's dequantization (36 bytes: the file's 32, and its scales).
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -16,7 +22,8 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q5_0] = {"Q5_0", 5, 22}, [PF__DTYPE_Q5_1] = {"Q5_1", 5, 24}, [PF__DTYPE_Q4_K] = {"Q4_K", 8, 144},
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
     [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
-    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17},
+    [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17}, [PF__DTYPE_Q4_G] = {"Q4_G (GPTQ / AWQ int4)", 5, 19},
+    [PF__DTYPE_E4M3] = {"E4M3 (FP8)", 5, 36},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -26,6 +33,28 @@ PF_PRIVATE const int8_t pf__iq4_levels[16] = {-127, -104, -83, -65, -49, -35, -2
 /* MXFP4's 16 levels: e2m1 (sign, 2 exponent bits, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6)
    doubled into integers, the block's scale halved to match (ggml's kvalues_mxfp4). */
 PF_PRIVATE const int8_t pf__mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* e4m3 (float8_e4m3fn): sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 subnormal
+   (mantissa / 8 x 2^-6), S.1111.111 NaN, no infinities. Every value is exact in fp32. */
+#define PF__E4M3_POW2(e)                                                                                              \
+    ((e) == 0 ? 1.0f / 128 : (e) == 1 ? 1.0f / 64 : (e) == 2 ? 1.0f / 32 : (e) == 3 ? 1.0f / 16 : (e) == 4 ? 1.0f / 8 \
+     : (e) == 5 ? 1.0f / 4 : (e) == 6 ? 1.0f / 2 : (e) == 7 ? 1.0f : (e) == 8 ? 2.0f : (e) == 9 ? 4.0f : (e) == 10 ? 8.0f \
+     : (e) == 11 ? 16.0f : (e) == 12 ? 32.0f : (e) == 13 ? 64.0f : (e) == 14 ? 128.0f : 256.0f)
+#define PF__E4M3(c)                                                                                                   \
+    (((c) & 127) == 127 ? NAN                                                                                         \
+     : ((c) & 128 ? -1.0f : 1.0f) * (((c) >> 3 & 15) ? (1.0f + (float)((c) & 7) / 8) * PF__E4M3_POW2((c) >> 3 & 15)   \
+                                                     : (float)((c) & 7) / 512))
+#define PF__E4M3_4(c) PF__E4M3(c), PF__E4M3((c) + 1), PF__E4M3((c) + 2), PF__E4M3((c) + 3)
+#define PF__E4M3_16(c) PF__E4M3_4(c), PF__E4M3_4((c) + 4), PF__E4M3_4((c) + 8), PF__E4M3_4((c) + 12)
+#define PF__E4M3_64(c) PF__E4M3_16(c), PF__E4M3_16((c) + 16), PF__E4M3_16((c) + 32), PF__E4M3_16((c) + 48)
+PF_PRIVATE const float pf__e4m3_values[256] = {PF__E4M3_64(0), PF__E4M3_64(64), PF__E4M3_64(128), PF__E4M3_64(192)};
+
+/* An E4M3 block's scale (fp32, little-endian, as every platform we build for stores it). */
+static float pf__e4m3_block_scale(const uint8_t *b) {
+    float scale;
+    memcpy(&scale, b, sizeof scale);
+    return scale;
+}
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t) { return pf__block_table[t].bytes; }
@@ -73,8 +102,9 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
         for (int i = 0; i < 32; i++) q[i] = (int8_t)b[2 + i];
         break;
     case PF__DTYPE_Q4: /* 16 bytes: low nibbles weights 0..15, high 16..31 */
-    case PF__DTYPE_Q4_1: {
-        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : 4);
+    case PF__DTYPE_Q4_1:
+    case PF__DTYPE_Q4_G: { /* the scale, the zero byte, then Q4_0's nibbles */
+        const uint8_t *qs = b + (t == PF__DTYPE_Q4 ? 2 : t == PF__DTYPE_Q4_G ? 3 : 4);
         for (int i = 0; i < 16; i++) q[i] = qs[i] & 15, q[i + 16] = qs[i] >> 4;
         break;
     }
@@ -128,7 +158,8 @@ static void pf__sub_block_values(pf__dtype t, const uint8_t *b, int j, int *q) {
 }
 
 PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__sub_block *out) {
-    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4 : 0;
+    int q[32], offset = t == PF__DTYPE_Q4 ? 8 : t == PF__DTYPE_Q5_0 ? 16 : t == PF__DTYPE_Q6_K ? 32 : t == PF__DTYPE_Q3_K ? 4
+                      : t == PF__DTYPE_Q4_G ? b[2] : 0;
     pf__sub_block_values(t, b, j, q);
     int iq4 = t == PF__DTYPE_IQ4_NL || t == PF__DTYPE_IQ4_XS;
     for (int i = 0; i < 32; i++)
@@ -136,7 +167,9 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     out->scales16[0] = out->scales16[1] = out->mins16[0] = out->mins16[1] = 1;
     out->mw = 0.0f;
     switch (t) {
-    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: out->dw = pf__block_f16(b); break;
+    case PF__DTYPE_Q8: case PF__DTYPE_Q4: case PF__DTYPE_Q5_0: case PF__DTYPE_IQ4_NL: case PF__DTYPE_Q4_G:
+        out->dw = pf__block_f16(b);
+        break;
     case PF__DTYPE_IQ4_XS: out->dw = pf__block_f16(b) * (float)(pf__iq4_xs_scale(b, j) - 32); break;
     case PF__DTYPE_MXFP4: out->dw = pf__e8m0_half(b[0]); break;
     case PF__DTYPE_Q4_1: case PF__DTYPE_Q5_1: out->dw = pf__block_f16(b), out->mw = pf__block_f16(b + 2); break;
@@ -167,10 +200,14 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
     }
 }
 
-/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4), d * q + m (Q4_1,
+/* One block as fp32, in ggml's order of operations: d * q (Q8_0, Q4_0, Q5_0, MXFP4; Q4_G's scale * (q - zero)), d * q + m (Q4_1,
    Q5_1), (d * sc) * q - (dmin * m) (Q4_K, Q5_K, Q2_K: -(dmin * m) is (-dmin) * m exactly),
    (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
+    if (t == PF__DTYPE_E4M3) { /* the format's order: the e4m3 value times the scale */
+        for (int i = 0; i < 32; i++) out[i] = pf__e4m3_values[b[4 + i]] * pf__e4m3_block_scale(b);
+        return;
+    }
     int subs = (int)(pf__block_values(t) / 32);
     for (int j = 0; j < subs; j++) {
         pf__sub_block s;
@@ -199,6 +236,7 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     size_t values = pf__block_values(t), j = i % values;
     const uint8_t *b = (const uint8_t *)w + i / values * pf__block_bytes(t);
+    if (t == PF__DTYPE_E4M3) return pf__e4m3_values[b[4 + j]] * pf__e4m3_block_scale(b);
     pf__sub_block s;
     pf__sub_block_decode(t, b, (int)(j / 32), &s);
     j %= 32;

@@ -990,7 +990,7 @@ PF__Q8_ROWS_MMLA(pf__q4_rows_mmla, PF__Q4_BYTES, 1)
 #endif
 #endif
 
-/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4), multiplied in
+/* GGUF's other block formats (Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4) and Q4_G, multiplied in
    their blocks. Each 32-weight sub-block is integers v with factors (pf__sub_block: weight =
    dw s v + mw m) and meets x's block of the same 32 inputs (int8 qx, scale dx, sum sx:
    pf__quantize_x_fn), so its product is dx (dw dot + mw mdot), dot = sum s v qx and mdot =
@@ -1036,7 +1036,8 @@ static PF__INLINE size_t pf__values_of(const pf__dtype t) {
     return (t >= PF__DTYPE_Q4_K && t <= PF__DTYPE_Q3_K) || t == PF__DTYPE_IQ4_XS || t == PF__DTYPE_Q2_K ? 256 : 32;
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
-    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17 : t == PF__DTYPE_Q4_1 ? 20
+    return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17
+           : t == PF__DTYPE_Q4_G ? 19 : t == PF__DTYPE_E4M3 ? 36 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
            : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
@@ -1115,6 +1116,9 @@ PF__AVX2_TARGET static PF__INLINE __m256i pf__sub_block_avx2(pf__dtype t, const 
         *dw = pf__e8m0_half(b[0]);
         return _mm256_shuffle_epi8(levels, pf__q4_load(b + 1));
     }
+    case PF__DTYPE_Q4_G: /* the scale, the zero byte, then Q4_0's nibbles less the zero */
+        *dw = pf__f16_at_f16c(b);
+        return _mm256_sub_epi8(pf__q4_load(b + 3), _mm256_set1_epi8((char)b[2]));
     case PF__DTYPE_Q3_K: { /* as pf__sub_block_values: 2-bit lows by 2k, the high bit 4 half + k, less 4 */
         int half = j / 4, k = j % 4;
         *dw = pf__f16_at_f16c(b + 108);
@@ -1214,6 +1218,7 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
     case PF__DTYPE_IQ4_XS: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     case PF__DTYPE_MXFP4: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
+    case PF__DTYPE_Q4_G: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
     default: pf__blocks_rows_avx2_as(out, ld, qx, dx, sx, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -1221,7 +1226,8 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
 
 /* The file's blocks against fp32 activations (what the ranks compute on blocks they keep; the
    int8 products above are the speed choice of dtype q8/q4): each sub-block's integers, scaled by
-   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12), times x in 8 lanes (lane l: inputs l,
+   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12; E4M3's e4m3 values, exact too, dw
+   its scale), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
    acc_0 = fmaf(mw, sum of the 32 inputs, acc_0), or where the minimum is per 16 weights (Q2_K)
@@ -1257,13 +1263,21 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
             for (size_t b = 0; b < k / values; b++)
                 for (size_t j = 0; j < subs; j++) {
                     pf__sub_block sb;
-                    pf__sub_block_decode(t, w + o * row_bytes + b * bytes, (int)j, &sb);
+                    float wq[32]; /* the sub-block's values before dw: integers, or E4M3's e4m3 values */
+                    const unsigned char *block = w + o * row_bytes + b * bytes;
+                    if (t == PF__DTYPE_E4M3) {
+                        memcpy(&sb.dw, block, sizeof sb.dw);
+                        sb.mw = 0.0f;
+                        for (int i = 0; i < 32; i++) wq[i] = pf__e4m3_values[block[4 + i]];
+                    } else {
+                        pf__sub_block_decode(t, block, (int)j, &sb);
+                        for (int i = 0; i < 32; i++) wq[i] = (float)(sb.scales16[i / 16] * sb.v[i]);
+                    }
                     size_t xb = r * nx + b * subs + j;
                     const float *xr = x + xb * 32;
                     for (int l = 0; l < 8; l++) {
                         float p = 0.0f;
-                        for (int q = 0; q < 4; q++)
-                            p = fmaf((float)(sb.scales16[q / 2] * sb.v[q * 8 + l]), xr[q * 8 + l], p);
+                        for (int q = 0; q < 4; q++) p = fmaf(wq[q * 8 + l], xr[q * 8 + l], p);
                         acc[l] = fmaf(sb.dw, p, acc[l]);
                         if (t == PF__DTYPE_Q2_K) {
                             float pm = 0.0f;
@@ -1280,6 +1294,18 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
 }
 
 #ifdef PF__AVX2
+/* 8 e4m3 codes as fp32, pf__e4m3_values' numbers without a lookup: code c's exponent and mantissa
+   bits placed as an fp16's (c & 0x7f) << 7, its sign at bit 15, make 2^-8 times its value (exponent
+   0: an fp16 subnormal, which F16C converts exactly), times 256 exactly; S.1111.111 made NaN. */
+PF__AVX2_TARGET static PF__INLINE __m256 pf__e4m3_8_avx2(const unsigned char *codes) {
+    __m128i c = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)codes));
+    __m128i magnitude = _mm_and_si128(c, _mm_set1_epi16(0x7f));
+    __m128i half = _mm_or_si128(_mm_slli_epi16(magnitude, 7), _mm_slli_epi16(_mm_and_si128(c, _mm_set1_epi16(0x80)), 8));
+    __m256 value = _mm256_mul_ps(_mm256_cvtph_ps(half), _mm256_set1_ps(256.0f));
+    __m256 nan = _mm256_castsi256_ps(_mm256_cvtepi16_epi32(_mm_cmpeq_epi16(magnitude, _mm_set1_epi16(0x7f))));
+    return _mm256_or_ps(value, nan); /* all ones where NaN: a NaN (not the table's bits: NaN either way) */
+}
+
 #define PF__F32_R 4 /* rows of x a decoded sub-block meets */
 /* Weight row `row` against R rows of x from r0 (R a constant where inlined: the accumulators stay
    in registers). */
@@ -1295,16 +1321,21 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
         const unsigned char *block = row + b * bytes;
         for (size_t j = 0; j < subs; j++) {
             float dw, mw = 0.0f;
-            __m256i scales = _mm256_set1_epi16(1), mins = scales, v;
-            if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
+            __m256i scales = _mm256_set1_epi16(1), mins = scales, v = scales;
+            __m256 wq[4];
+            if (t == PF__DTYPE_E4M3) { /* the fp32 scale, then 32 codes */
+                memcpy(&dw, block, sizeof dw);
+                for (int q = 0; q < 4; q++) wq[q] = pf__e4m3_8_avx2(block + 4 + 8 * q);
+            } else if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
             else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
             else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales, &mins);
-            __m256 wq[4];
-            __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
-            wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
-            wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
-            wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
-            wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
+            if (t != PF__DTYPE_E4M3) {
+                __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
+                wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
+                wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
+                wq[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
+                wq[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
+            }
             if (pf__scales16_of(t)) {
                 __m256 s0 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 0));
                 __m256 s1 = _mm256_set1_ps((float)(int16_t)_mm256_extract_epi16(scales, 8));
@@ -1365,6 +1396,8 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_IQ4_XS: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_IQ4_XS); break;
     case PF__DTYPE_Q2_K: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q2_K); break;
     case PF__DTYPE_MXFP4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
+    case PF__DTYPE_Q4_G: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
+    case PF__DTYPE_E4M3: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_E4M3); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -2980,7 +3013,8 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
-   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks,
+   blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks, 16 Q4_G,
+   17 E4M3 (pf_testing_cpu_matmul_kept only),
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
@@ -3118,8 +3152,10 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         return;
     }
     const float *b = bias ? (const float *)bias->data : NULL;
-    /* blocks against int8 x where the group asked for q8 / q4 products; else against fp32 x */
-    int quantized = PF__BLOCKED(w->dtype) && PF__QUANTIZED(r->group->dtype), kept = PF__BLOCKED(w->dtype) && !quantized;
+    /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's values are no
+       integers: always fp32 x); else against fp32 x */
+    int quantized = PF__BLOCKED(w->dtype) && w->dtype != PF__DTYPE_E4M3 && PF__QUANTIZED(r->group->dtype);
+    int kept = PF__BLOCKED(w->dtype) && !quantized;
     int bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
     size_t need = kept            ? rows * (w->cols / 32) * sizeof(float)
                   : quantized     ? pf__quantized_x_bytes(rows, w->cols)

@@ -116,15 +116,21 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
 /* PF__DTYPE_Q8 and _Q4 are llama.cpp's Q8_0 and Q4_0 blocks: our quantizers' formats (see
    PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); MXFP4 is ggml's block of 32 e2m1 values and an E8M0 scale (a GGUF's,
-   or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); PF__BLOCKED names them all. */
+   or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); Q4_G is ours, GPTQ's and
+   AWQ's 4-bit groups cut into blocks of 32, and E4M3 FP8 weights a block of 32 with their fp32 scale
+   (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_Q4_G, PF__DTYPE_E4M3, PF__DTYPE_PACKED,
+               PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). An
    MXFP4 checkpoint's matrix is PF__DTYPE_MXFP4 with a packed decoding too: its blocks are
-   assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere. */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_MXFP4)
+   assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere;
+   so is a GPTQ or AWQ matrix that Q4_G holds exactly (PF__DTYPE_Q4_G: pf__packed_row_blocks), and
+   an FP8 one whose scale grid falls on 32 inputs (PF__DTYPE_E4M3). E4M3's values are no integers:
+   it has no sub-blocks (pf__sub_block_decode) and is multiplied against fp32 x only. */
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_E4M3)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -200,13 +206,14 @@ static inline float pf__e8m0_half(uint8_t e) {
 #ifndef PF_AMALGAMATION /* the shipped file defines it before any reader */
 extern PF_PRIVATE const int8_t pf__iq4_levels[16]; /* the IQ4 formats' levels (ggml's kvalues_iq4nl) */
 extern PF_PRIVATE const int8_t pf__mxfp4_levels[16]; /* e2m1's values doubled (ggml's kvalues_mxfp4) */
+extern PF_PRIVATE const float pf__e4m3_values[256]; /* each e4m3 (float8_e4m3fn) code's value; 0x7f, 0xff NaN */
 #endif
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *block, float *out);
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i);
 /* Sub-block j (32 weights) of a block in integers: weight i is dw * s_i * v[i] + mw * m_i, s_i
    being scales16[i / 16] (Q6_K's, Q3_K's and Q2_K's 16-weight scales; 1 for the others), m_i
    mins16[i / 16] (Q2_K's 16-weight minimums; 1 for the others) and mw 0 for the formats without
-   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4). What the integer matrix products
+   a minimum (Q8_0, Q4_0, Q5_0, Q6_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4, Q4_G). What the integer matrix products
    multiply. */
 typedef struct pf__sub_block {
     int8_t v[32];
@@ -263,9 +270,10 @@ enum { PF__CT_ZERO_NONE, PF__CT_ZERO_I8, PF__CT_ZERO_PACKED };
 PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 /* Values [col, col + n) of row `row` of p, as fp32. */
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out);
-/* An MXFP4 matrix's blocks [first, first + count) of row `row` as ggml's MXFP4 blocks (the E8M0
-   byte, then inputs i and i + 16 in byte i's nibbles): what the ranks keep (PF__DTYPE_MXFP4). */
-PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
+/* Blocks [first, first + count) of row `row` of a matrix kept in blocks (its tensor's dtype): an
+   MXFP4 matrix's as ggml's MXFP4 blocks (the E8M0 byte, then inputs i and i + 16 in byte i's
+   nibbles), a GPTQ or AWQ one's as Q4_G blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
+PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
    that we do not implement are refused by name. No quantization_config: nothing to do. */

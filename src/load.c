@@ -166,7 +166,7 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         if (st->dtype == PF__DTYPE_OTHER || (k && st->dtype != src->dtype))
             return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %s", st->file->path, st->name,
                             k ? "another dtype than its layer's other experts" : "an unsupported dtype (F32, F16 and BF16 are)");
-        if (st->dtype == PF__DTYPE_PACKED && !src->packed_pieces &&
+        if (st->packed && !src->packed_pieces &&
             !(src->packed_pieces = (const pf__packed **)calloc(count, sizeof *src->packed_pieces)))
             return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         if (src->packed_pieces) src->packed_pieces[k] = st->packed;

@@ -24,23 +24,20 @@
        32 inputs, `<name>_blocks` U8 [..., out, in / 32, 16] (input 2k in byte k's low nibble) beside
        `<name>_scales` U8 [..., out, in / 32]. These are not decoded where the ranks keep blocks
        (CPU ranks, dtype auto or q8_0): each row's blocks become ggml's MXFP4 blocks as they are
-       copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4). */
+       copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4).
+   A 4-bit GPTQ or AWQ matrix whose every 32 inputs lie in one group, with scales fp16 holds, is
+   kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16 scale, zero and
+   nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x zero, whose m
+   fp16 would round (a bias of up to 0.7 % of a step over the block, in half of llama-awq's groups).
+   An FP8 matrix whose scale grid falls on 32 inputs (one scale, or blocks a multiple of 32 wide;
+   compressed-tensors' float channels and groups too) is kept as E4M3 blocks: 32 codes as the file
+   holds them after their scale in fp32, 36 bytes (1.125 bytes a weight; the file's 1 and its
+   scales), multiplied through a table of the 256 codes' values. */
 
 /* ---- decoding ---- */
 
-PF_PRIVATE float pf__e4m3_to_f32(uint8_t code) {
-    uint32_t exponent = (code >> 3) & 15, mantissa = code & 7;
-    if (exponent == 15 && mantissa == 7) return NAN; /* e4m3fn has no infinities: S.1111.111 is NaN */
-    if (exponent == 0) { /* subnormal: mantissa/8 x 2^-6, exact in fp32 */
-        float magnitude = (float)mantissa * (1.0f / 512.0f);
-        return code & 0x80 ? -magnitude : magnitude;
-    }
-    /* (1 + mantissa/8) x 2^(exponent - 7): the same bits in fp32's wider fields (bias 127, not 7) */
-    uint32_t bits = (uint32_t)(code & 0x80) << 24 | (exponent + 120) << 23 | mantissa << 20;
-    float value;
-    memcpy(&value, &bits, sizeof value);
-    return value;
-}
+/* The e4m3 table of src/blocks.c (what the E4M3 blocks' kernels read too). */
+PF_PRIVATE float pf__e4m3_to_f32(uint8_t code) { return pf__e4m3_values[code]; }
 
 static uint32_t pf__le32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -105,7 +102,39 @@ static unsigned pf__mxfp4_nibble(const pf__packed *p, size_t row, size_t c) {
     return c % 2 ? byte >> 4 : byte & 15u;
 }
 
-PF_PRIVATE void pf__mxfp4_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+/* GPTQ's or AWQ's blocks of 32 inputs as Q4_G blocks: each block lies in one group (pf__int_take
+   checked it), whose scale fp16 holds exactly (checked too). */
+static void pf__q4_g_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    for (size_t b = first; b < first + count; b++, out += 19) {
+        size_t col = b * 32, g = pf__int_group(p, col);
+        uint16_t scale = pf__f32_to_f16(pf__packed_scale(p, g * p->rows + row));
+        out[0] = (uint8_t)(scale & 255), out[1] = (uint8_t)(scale >> 8);
+        out[2] = (uint8_t)pf__int_zero(p, row, g);
+        for (size_t i = 0; i < 16; i++) /* input i in the low nibble, i + 16 in the high one */
+            out[3 + i] = (uint8_t)(pf__int_value(p, row, col + i) | pf__int_value(p, row, col + 16 + i) << 4);
+    }
+}
+
+/* FP8's blocks of 32 inputs as E4M3 blocks: each block lies in one block of the scale grid
+   (pf__e4m3_holds), whose scale it carries in fp32 (exact from F32, BF16, F16 and E8M0). */
+static void pf__e4m3_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    for (size_t b = first; b < first + count; b++, out += 36) {
+        size_t col = b * 32;
+        float scale = pf__packed_scale(p, p->scale_cols ? row / p->block_rows * p->scale_cols + col / p->block_cols : 0);
+        memcpy(out, &scale, sizeof scale);
+        memcpy(out + 4, p->values + row * p->cols + col, 32);
+    }
+}
+
+PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    if (p->format == PF__PACKED_FP8) {
+        pf__e4m3_row_blocks(p, row, first, count, out);
+        return;
+    }
+    if (p->format != PF__PACKED_MXFP4) {
+        pf__q4_g_row_blocks(p, row, first, count, out);
+        return;
+    }
     for (size_t b = first; b < first + count; b++, out += 17) {
         const uint8_t *in = p->values + (row * p->cols + b * 32) / 2; /* the block's 16 bytes: inputs 2k, 2k + 1 in byte k */
         out[0] = p->scales[row * (p->cols / 32) + b];
@@ -489,7 +518,25 @@ static pf__packed *pf__packed_new(pf__st_index *index) {
     return p;
 }
 
-/* An FP8 weight (.weight, F8_E4M3 [out, in]) and its .weight_scale_inv: the weight becomes packed. */
+/* Whether an FP8 matrix (p) is E4M3 blocks: every 32 inputs of a row under one scale (one for the
+   tensor, or blocks of the grid a multiple of 32 inputs wide). The others (16 x 16 blocks) are
+   decoded into the ranks' dtype. */
+static int pf__e4m3_holds(const pf__packed *p) {
+    return p->cols % 32 == 0 && (!p->scale_cols || p->block_cols % 32 == 0);
+}
+
+/* FP8 (and compressed-tensors' float) scales: a scale that is not a finite number (or an E8M0 255)
+   is refused, naming the tensor. */
+static pf_result pf__fp8_scales_finite(const pf__packed *p, const pf__st_tensor *scale, char *message, size_t size) {
+    for (size_t i = 0; i < scale->numel; i++)
+        if (!isfinite(pf__packed_scale(p, i)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
+                              "(%g, scale %zu)", scale->file->path, scale->name, pf__packed_scale(p, i), i);
+    return PF_OK;
+}
+
+/* An FP8 weight (.weight, F8_E4M3 [out, in]) and its .weight_scale_inv: the weight becomes packed
+   (E4M3 blocks where they hold it, pf__e4m3_holds). */
 static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *scale, size_t stem,
                               char *message, size_t size) {
     pf__st_tensor *w = (pf__st_tensor *)pf__part(index, scale->name, stem, ".weight");
@@ -526,10 +573,12 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                               (rows + q->block_rows - 1) / q->block_rows, p.scale_cols, rows, cols, q->block_rows,
                               q->block_cols);
     }
+    pf_result r = pf__fp8_scales_finite(&p, scale, message, size);
+    if (r) return r;
     pf__packed *kept = pf__packed_new(index);
     if (!kept) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *kept = p;
-    w->dtype = PF__DTYPE_PACKED;
+    w->dtype = pf__e4m3_holds(kept) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
     w->packed = kept;
     scale->used = 1;
     return PF_OK;
@@ -559,8 +608,31 @@ static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, cons
     return PF_OK;
 }
 
+/* Whether a 4-bit GPTQ or AWQ matrix is Q4_G blocks exactly: every 32 inputs in one group (groups
+   of a multiple of 32, g_idx constant over each 32: desc_act with static groups), every scale an
+   fp16 number (F16 scales always are). Act order's permuted groups are not: those matrices are
+   decoded into the ranks' dtype (fp32 by default) as before, since keeping them in blocks would
+   need the activations permuted into the groups' order before each product. */
+static int pf__q4_g_holds(const pf__packed *p) {
+    if (p->bits != 4 || p->cols % 32) return 0;
+    if (p->group_of) {
+        for (size_t c = 0; c < p->cols; c++)
+            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return 0;
+    } else if (p->group_size % 32 && p->group_size < p->cols) {
+        return 0;
+    }
+    size_t groups = (p->cols + p->group_size - 1) / p->group_size;
+    for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < groups * p->rows; i++) {
+        float scale = pf__packed_scale(p, i);
+        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return 0;
+    }
+    return 1;
+}
+
 /* A GPTQ or AWQ module's qweight, qzeros, scales (and GPTQ's g_idx) as a packed [out, in] matrix;
-   its tensor, named as the unquantized weight, is written to *out. */
+   its tensor, named as the unquantized weight, is written to *out: Q4_G where those blocks hold it
+   exactly (pf__q4_g_holds), else decoded (PF__DTYPE_PACKED). A scale that is not a finite number
+   is refused. */
 static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *qweight, size_t stem,
                               pf__st_tensor *out, char *message, size_t size) {
     const char *path = qweight->file->path;
@@ -611,7 +683,13 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
                       0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
+    for (size_t i = 0; i < groups * rows; i++)
+        if (!isfinite(pf__packed_scale(p, i)))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
+                              "(%g, group %zu of output %zu)", path, scales->name, pf__packed_scale(p, i), i / rows,
+                              i % rows);
     pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
+    if (!r && pf__q4_g_holds(p)) out->dtype = PF__DTYPE_Q4_G;
     if (!r) qweight->used = zeros->used = scales->used = 1;
     return r;
 }
@@ -735,8 +813,12 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
         p->scale_rows = scale_rows, p->scale_cols = scale_cols, p->group_size = group, p->bits = q->bits;
     }
     scale->used = 1;
+    if (q->ct_float) {
+        pf_result r = pf__fp8_scales_finite(p, scale, message, size);
+        if (r) return r;
+    }
     if (!q->ct_packed) {
-        weight->dtype = PF__DTYPE_PACKED;
+        weight->dtype = q->ct_float && pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
         weight->packed = p;
         return PF_OK;
     }
@@ -777,7 +859,7 @@ static pf_result pf__fp8_tensors(pf__st_index *index, const pf__qconfig *q, char
     }
     for (size_t i = 0; i < index->num_tensors; i++) {
         const pf__st_tensor *t = &index->tensors[i];
-        if (t->dtype != PF__DTYPE_PACKED && !t->used && !strncmp(t->file_dtype, "F8_", 3))
+        if (!t->packed && !t->used && !strncmp(t->file_dtype, "F8_", 3))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is %s without a weight_scale_inv",
                               t->file->path, t->name, t->file_dtype);
     }

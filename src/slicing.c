@@ -131,9 +131,12 @@ static const uint8_t *pf__blocked_row(const pf__source *src, size_t row) {
 }
 
 /* Blocks [first, first + count) of row `row` of a block-format source into out: the file's bytes,
-   or an MXFP4 checkpoint's assembled from its two tensors (pf__mxfp4_row_blocks). */
+   or a quantized checkpoint's assembled from its tensors (pf__packed_row_blocks: MXFP4's, GPTQ's
+   and AWQ's; per-expert pieces each their own). */
 static void pf__copy_row_blocks(uint8_t *out, const pf__source *src, size_t row, size_t first, size_t count) {
-    if (src->packed) pf__mxfp4_row_blocks(src->packed, row, first, count, out);
+    if (src->packed) pf__packed_row_blocks(src->packed, row, first, count, out);
+    else if (src->packed_pieces)
+        pf__packed_row_blocks(src->packed_pieces[row / src->piece_rows], row % src->piece_rows, first, count, out);
     else memcpy(out, pf__blocked_row(src, row) + first * pf__block_bytes(src->dtype), count * pf__block_bytes(src->dtype));
 }
 
@@ -315,7 +318,8 @@ static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, co
     if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
     if (pf__keeps_blocks(g) && PF__BLOCKED(src->dtype)) return src->dtype; /* pf__blocks_fit checked it */
     /* q8 products on a file's blocks: multiplied as they are, as llama.cpp does */
-    if (g->dtype == PF__DTYPE_Q8 && PF__BLOCKED(src->dtype) && pf__blocks_fit(src, p)) return src->dtype;
+    if (g->dtype == PF__DTYPE_Q8 && PF__BLOCKED(src->dtype) && src->dtype != PF__DTYPE_E4M3 && pf__blocks_fit(src, p))
+        return src->dtype; /* (E4M3 has no integer sub-blocks: quantized to q8_0 from its values) */
     if (PF__QUANTIZED(g->dtype)) return pf__q8_fits(src, p) ? g->dtype : PF__DTYPE_F16;
     return g->dtype;
 }

@@ -21,7 +21,12 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
                      permuted grouping), asymmetric zeros (zero 0 included: v1 stores it as 15)
   llama-gptq8        GPTQ's "gptq_v2" format, 8 bits, one group (group_size -1), no g_idx
   llama-awq          AWQ's GEMM format, 4 bits, groups of 32
+  llama-gptq-static  GPTQ v1, 4 bits, groups of 64, desc_act with static groups (static_groups: g_idx is
+                     input // 64, what act order writes when the groups are fixed before it permutes)
   qwen3_moe-gptq     the Qwen3-MoE with every expert's matrices in GPTQ v1, 4 bits, groups of 16, act order
+  qwen3_moe-gptq32   the same in groups of 32 without act order (no g_idx), its experts only (the attention's
+                     heads of 16 would put 3 ranks' o_proj columns inside 32-input blocks): the experts'
+                     gate and up (64 inputs) are kept in Q4_G blocks, their down (48 inputs) decoded
   llama-ct-int4      compressed-tensors "pack-quantized": 4 bits, asymmetric (packed zero points), groups of
                      32, BF16 scales
   llama-ct-int8      compressed-tensors "pack-quantized": 8 bits, symmetric, a scale per output (channel), F16
@@ -265,7 +270,9 @@ def gptq_tensors(w, bits, group_size, act_order, v1, generator):
     out_features, in_features = w.shape
     group = group_size if group_size > 0 else in_features
     groups = -(-in_features // group)
-    if act_order:  # g_idx as act order leaves it: input perm[j] in group j // group
+    if act_order == "static":  # act order with static groups: the groups fixed before the permutation
+        g_idx = torch.arange(in_features) // group
+    elif act_order:  # g_idx as act order leaves it: input perm[j] in group j // group
         perm = torch.randperm(in_features, generator=generator)
         g_idx = torch.empty(in_features, dtype=torch.int64)
         g_idx[perm] = torch.arange(in_features) // group
@@ -399,12 +406,13 @@ def fp8_fixture(name, config, block, base_seed, scale_fmt="float", with_dequanti
     shutil.rmtree(directory)
 
 
-def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False, v1=True, with_dequantized=False):
+def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False, v1=True, with_dequantized=False,
+                experts_only=False):
     def build(model, directory):
         generator = torch.Generator().manual_seed(base_seed)
         state, dequantized = {}, {}
         for key, value in checkpoint_state(model).items():
-            if not is_linear(key):
+            if not is_linear(key) or (experts_only and ".experts." not in key):
                 state[key] = dequantized[key] = value
                 continue
             stem = key[: -len(".weight")]
@@ -418,8 +426,10 @@ def int_fixture(name, config, kind, bits, group_size, base_seed, act_order=False
             state.update({f"{stem}.{part}": tensor for part, tensor in t.items()})
             dequantized[key] = w
         if kind == "gptq":
-            qc = {"quant_method": "gptq", "bits": bits, "group_size": group_size, "desc_act": act_order, "sym": False,
+            qc = {"quant_method": "gptq", "bits": bits, "group_size": group_size, "desc_act": bool(act_order), "sym": False,
                   "checkpoint_format": "gptq" if v1 else "gptq_v2", "true_sequential": True, "damp_percent": 0.01}
+            if act_order == "static":
+                qc["static_groups"] = True
         else:
             qc = {"quant_method": "awq", "bits": bits, "group_size": group_size, "zero_point": True, "version": "gemm",
                   "modules_to_not_convert": None}
@@ -504,7 +514,11 @@ FIXTURE_BUILDERS = {
     "llama-gptq8": lambda: int_fixture("llama-gptq8", llama_config(64, 96, 4), "gptq", 8, -1, 400, v1=False,
                                        with_dequantized=True),
     "qwen3_moe-gptq": lambda: int_fixture("qwen3_moe-gptq", qwen3_moe_config(), "gptq", 4, 16, 800, act_order=True),
+    "qwen3_moe-gptq32": lambda: int_fixture("qwen3_moe-gptq32", qwen3_moe_config(), "gptq", 4, 32, 1600,
+                                            experts_only=True),
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),
+    "llama-gptq-static": lambda: int_fixture("llama-gptq-static", llama_config(256, 384, 4), "gptq", 4, 64, 1400,
+                                             act_order="static"),
     "llama-ct-int4": lambda: ct_fixture("llama-ct-int4", llama_config(64, 96, 4), "pack-quantized",
                                         {"num_bits": 4, "symmetric": False, "strategy": "group", "group_size": 32},
                                         900, torch.bfloat16, transformers_loads=False, with_dequantized=True),

@@ -815,22 +815,15 @@ static double block_bound(const float *w, const float *x, size_t k, int exact_x)
     return bound + 1e-5 * magnitude + 1e-30;
 }
 
-static void test_block_format(const char *name, int dtype, size_t block_values) {
-    char path[1024];
-    size_t blocks_size = 0, values_size = 0;
-    snprintf(path, sizeof path, "%s/blocks/%s.blocks", test_fixtures, name);
-    unsigned char *blocks = (unsigned char *)test_read_file(path, &blocks_size);
-    snprintf(path, sizeof path, "%s/blocks/%s.values", test_fixtures, name);
-    float *values = (float *)test_read_file(path, &values_size);
-    CHECK_MSG(blocks && values && values_size == BLOCK_ROWS * BLOCK_COLS * sizeof(float), "%s: fixture missing", name);
-    if (!blocks || !values || values_size != BLOCK_ROWS * BLOCK_COLS * sizeof(float)) {
-        free(blocks);
-        free(values);
-        return;
-    }
+/* [BLOCK_ROWS][BLOCK_COLS] weights in blocks of dtype, whose values are `values` (their source's
+   dequantization, named by `source`): decoded bit for bit, and multiplied within the bound, against
+   int8 x (int8_x: the formats with integer sub-blocks) and fp32 x. */
+static void test_block_values(const char *name, int dtype, size_t block_values, const unsigned char *blocks,
+                              size_t blocks_size, const float *values, const char *source, int int8_x) {
+    size_t values_size = BLOCK_ROWS * BLOCK_COLS * sizeof(float);
     float *dequantized = (float *)malloc(values_size);
     pf_testing_block_dequantize(dtype, blocks, BLOCK_ROWS * BLOCK_COLS, dequantized);
-    CHECK_MSG(!memcmp(dequantized, values, values_size), "%s: dequantized blocks differ from the gguf package's", name);
+    CHECK_MSG(!memcmp(dequantized, values, values_size), "%s: dequantized blocks differ from %s", name, source);
     size_t row_bytes = blocks_size / BLOCK_ROWS;
     uint64_t state = 38;
     static float x[BLOCK_X_ROWS * BLOCK_COLS], got[BLOCK_X_ROWS * BLOCK_ROWS], portable[BLOCK_X_ROWS * BLOCK_ROWS],
@@ -858,7 +851,7 @@ static void test_block_format(const char *name, int dtype, size_t block_values) 
                 for (int kind = 2; kind >= 0; kind--) { /* portable first; AVX2; the default set */
                     pf_testing_portable_cpu = kind == 2;
                     pf_testing_avx2_cpu = kind == 1;
-                    for (int kept = 0; kept < 2; kept++) { /* int8 x (dtype q8), fp32 x (the default) */
+                    for (int kept = !int8_x; kept < 2; kept++) { /* int8 x (dtype q8), fp32 x (the default) */
                         if (kept) pf_testing_cpu_matmul_kept(got, xs, slice, dtype, rows, BLOCK_ROWS, k);
                         else pf_testing_cpu_matmul(got, xs, slice, dtype, NULL, rows, BLOCK_ROWS, k, begin);
                         if (kind == 2) memcpy(kept ? portable_kept : portable, got, sizeof got);
@@ -884,9 +877,102 @@ static void test_block_format(const char *name, int dtype, size_t block_values) 
     }
     CHECK_MSG(worst_ok, "%s: a product beyond its bound of the gguf package's values (worst %.2f, %.2f of the bound)",
               name, worst_int8, worst_kept);
-    printf("  %s blocks: the gguf package's values; products within %.2f (int8 x) and %.2f (fp32 x) of their bound\n",
-           name, worst_int8, worst_kept);
+    if (int8_x)
+        printf("  %s blocks: %s; products within %.2f (int8 x) and %.2f (fp32 x) of their bound\n", name, source,
+               worst_int8, worst_kept);
+    else
+        printf("  %s blocks: %s; products within %.2f (fp32 x) of their bound\n", name, source, worst_kept);
     free(dequantized);
+}
+
+static void test_block_format(const char *name, int dtype, size_t block_values) {
+    char path[1024];
+    size_t blocks_size = 0, values_size = 0;
+    snprintf(path, sizeof path, "%s/blocks/%s.blocks", test_fixtures, name);
+    unsigned char *blocks = (unsigned char *)test_read_file(path, &blocks_size);
+    snprintf(path, sizeof path, "%s/blocks/%s.values", test_fixtures, name);
+    float *values = (float *)test_read_file(path, &values_size);
+    CHECK_MSG(blocks && values && values_size == BLOCK_ROWS * BLOCK_COLS * sizeof(float), "%s: fixture missing", name);
+    if (blocks && values && values_size == BLOCK_ROWS * BLOCK_COLS * sizeof(float))
+        test_block_values(name, dtype, block_values, blocks, blocks_size, values, "the gguf package's values", 1);
+    free(blocks);
+    free(values);
+}
+
+/* An fp16 number's value (the test's own decoding: sign, 5 exponent bits, 10 mantissa bits). */
+static float half_value(unsigned h) {
+    float magnitude = (h >> 10 & 31) ? ldexpf(1.0f + (float)(h & 1023) / 1024.0f, (int)(h >> 10 & 31) - 15)
+                                     : ldexpf((float)(h & 1023), -24);
+    return h & 0x8000 ? -magnitude : magnitude;
+}
+
+/* Q4_G (GPTQ's and AWQ's 4-bit groups a block of 32 at a time: fp16 scale, zero byte, Q4_0's
+   nibbles) against its definition, scale * (q - zero) in fp32: random blocks with every zero
+   0..15, every nibble, and scales from subnormal to large fp16 numbers of both signs. */
+static void test_q4_g_blocks(void) {
+    enum { BYTES = 19 };
+    size_t blocks_size = BLOCK_ROWS * BLOCK_COLS / 32 * BYTES;
+    unsigned char *blocks = (unsigned char *)malloc(blocks_size);
+    float *values = (float *)malloc(BLOCK_ROWS * BLOCK_COLS * sizeof(float));
+    uint64_t state = 19;
+    for (size_t b = 0; blocks && values && b < BLOCK_ROWS * BLOCK_COLS / 32; b++) {
+        unsigned char *block = blocks + b * BYTES;
+        for (int i = 0; i < BYTES; i++) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            block[i] = (unsigned char)(state >> 33);
+        }
+        unsigned h = block[0] | (unsigned)block[1] << 8; /* any finite fp16: exponent 31 (inf, NaN) made 30 */
+        if ((h >> 10 & 31) == 31) h &= ~(1u << 10);
+        block[0] = (unsigned char)(h & 255), block[1] = (unsigned char)(h >> 8);
+        block[2] = (unsigned char)(b % 16);
+        for (int i = 0; i < 32; i++) {
+            int q = i < 16 ? block[3 + i] & 15 : block[3 + i - 16] >> 4;
+            values[b * 32 + (size_t)i] = half_value(h) * (float)(q - block[2]);
+        }
+    }
+    if (blocks && values) test_block_values("Q4_G-random", 16, 32, blocks, blocks_size, values, "scale * (q - zero)", 1);
+    free(blocks);
+    free(values);
+}
+
+/* E4M3 (FP8 checkpoints' e4m3 weights a block of 32 after their fp32 scale) against its
+   definition, the e4m3 value (decoded here: sign, 4 exponent bits of bias 7, 3 mantissa bits,
+   exponent 0 subnormal) times the scale in fp32: random blocks with every code but the two NaNs
+   and scales of both signs from 2^-20 to 2^10; products against fp32 x only (no integer sub-blocks). */
+static void test_e4m3_blocks(void) {
+    enum { BYTES = 36 };
+    size_t blocks_size = BLOCK_ROWS * BLOCK_COLS / 32 * BYTES;
+    unsigned char *blocks = (unsigned char *)malloc(blocks_size);
+    float *values = (float *)malloc(BLOCK_ROWS * BLOCK_COLS * sizeof(float));
+    uint64_t state = 36;
+    for (size_t b = 0; blocks && values && b < BLOCK_ROWS * BLOCK_COLS / 32; b++) {
+        unsigned char *block = blocks + b * BYTES;
+        for (int i = 0; i < BYTES; i++) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            block[i] = (unsigned char)(state >> 33);
+        }
+        float scale = ldexpf(1.0f + (float)block[0] / 256.0f, (int)(b % 31) - 20) * (block[1] & 1 ? -1.0f : 1.0f);
+        memcpy(block, &scale, 4);
+        for (int i = 0; i < 32; i++) {
+            unsigned code = block[4 + i];
+            if ((code & 127) == 127) block[4 + i] = (unsigned char)(code = code - 1); /* NaN: the largest number */
+            unsigned e = code >> 3 & 15, m = code & 7;
+            float magnitude = e ? ldexpf(1.0f + (float)m / 8.0f, (int)e - 7) : ldexpf((float)m, -9);
+            values[b * 32 + (size_t)i] = (code & 128 ? -magnitude : magnitude) * scale;
+        }
+    }
+    if (blocks && values) test_block_values("E4M3-random", 17, 32, blocks, blocks_size, values, "e4m3 value * scale", 0);
+    /* a NaN code (S.1111.111, either sign) makes its product NaN on every kernel set */
+    for (int kind = 2; blocks && kind >= 0; kind--) {
+        pf_testing_portable_cpu = kind == 2;
+        pf_testing_avx2_cpu = kind == 1;
+        static float x[32], out[2];
+        for (int i = 0; i < 32; i++) x[i] = 1.0f;
+        for (int r = 0; r < 2; r++) blocks[r * BYTES + 4 + 5 + 9 * r] = r ? 0xff : 0x7f;
+        pf_testing_cpu_matmul_kept(out, x, blocks, 17, 1, 2, 32);
+        CHECK_MSG(isnan(out[0]) && isnan(out[1]), "E4M3 NaN codes (kernel set %d): products %g, %g", kind, out[0], out[1]);
+    }
+    pf_testing_avx2_cpu = pf_testing_portable_cpu = 0;
     free(blocks);
     free(values);
 }
@@ -902,6 +988,8 @@ static void test_block_formats(void) {
         test_block_format(formats[f].name, formats[f].dtype, formats[f].values);
         test_block_format(random_name, formats[f].dtype, formats[f].values);
     }
+    test_q4_g_blocks();
+    test_e4m3_blocks();
 }
 #endif
 

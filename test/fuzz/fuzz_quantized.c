@@ -1,6 +1,8 @@
 /* config.json (its quantization_config) over llama-gptq8's packed weights, or llama-ct-int4's where
-   it names compressed-tensors, or gpt_oss-mxfp4's MXFP4 experts where it names mxfp4; what loads is split over 2 ranks, whose slicing decodes the packed
-   values, and run on a few ids. */
+   it names compressed-tensors, or gpt_oss-mxfp4's MXFP4 experts where it names mxfp4, or
+   llama-awq's (4-bit groups kept in Q4_G blocks) where it names awq, or llama-fp8-tensor's (kept
+   in E4M3 blocks) where it names "fp8"; what loads is split over 2
+   ranks, whose slicing decodes the packed values or assembles their blocks, and run on a few ids. */
 #include "fuzz.h"
 
 /* Whether the input holds `needle` anywhere. */
@@ -14,6 +16,8 @@ static int fuzz_holds(const uint8_t *data, size_t size, const char *needle) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *fixture = fuzz_holds(data, size, "compressed-tensors") ? "llama-ct-int4"
                           : fuzz_holds(data, size, "mxfp4")            ? "gpt_oss-mxfp4"
+                          : fuzz_holds(data, size, "awq")              ? "llama-awq"
+                          : fuzz_holds(data, size, "\"fp8\"")          ? "llama-fp8-tensor"
                                                                        : "llama-gptq8";
     fuzz_link_fixture(fixture, "model.safetensors");
     fuzz_write("config.json", data, size);
