@@ -858,7 +858,7 @@ struct pf_attn_args {
 /* The first key the query at cache index pos sees: its sequence's first (pads are never keys),
    or a later one where a window or its chunk starts later. */
 __device__ __forceinline__ int pf_first_key(const pf_attn_args &a, int pos, int pad) {
-    int first = pf_first_key(a, pos, pad);
+    int first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
     if (a.chunk > 0 && pos >= pad) {
         int chunk_first = pad + (pos - pad) / a.chunk * a.chunk;
         if (chunk_first > first) first = chunk_first;
