@@ -516,6 +516,42 @@ def make_zero_shot(name="bart-mnli", seed=2100):
     print(f"  {name}: zero-shot {(out / 'zero_shot.txt').read_text().split()}")
 
 
+LONGFORMER_TEXT_GLOBAL = [1, 5, 9]  # build/classify --global-tokens 1,5,9
+
+
+def make_longformer_text(name="longformer-text", seed=2400):
+    """A Longformer sentiment classifier with RoBERTa's tokenizer (tokenizer-roberta), windows of 4
+    (the text's tokens reach well beyond them), and its label scores for a text as transformers
+    gives them: its text-classification pipeline (global attention on the first token, the
+    classifier's default: text_classification.txt), and softmax of the logits with global attention
+    on tokens 1, 5 and 9 instead (global.txt): the references of build/classify's Longformer runs."""
+    torch.manual_seed(seed)
+    out = FIXTURES / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    labels = {0: "negative", 1: "neutral", 2: "positive"}
+    config = transformers.LongformerConfig(**dict(LONGFORMER_SHAPE, vocab_size=420, max_position_embeddings=130,
+                                                  attention_window=4),
+                                           id2label=labels, label2id={v: k for k, v in labels.items()})
+    transformers.LongformerForSequenceClassification(config).eval().save_pretrained(out)
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(FIXTURES / "tokenizer-roberta" / file, out / file)
+    plain = transformers.pipeline("text-classification", model=str(out), device="cpu", top_k=None)
+    write_scores(out / "text_classification.txt", [(r["label"], r["score"]) for r in plain([ZERO_SHOT_TEXT])[0]])
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    model = transformers.LongformerForSequenceClassification.from_pretrained(out).eval()
+    ids = tokenizer(ZERO_SHOT_TEXT, return_tensors="pt")["input_ids"]
+    assert ids.shape[1] > 4 * 4, "the text must reach beyond the windows"
+    mask = torch.zeros_like(ids)
+    mask[0, LONGFORMER_TEXT_GLOBAL] = 1
+    with torch.no_grad():
+        scores = torch.softmax(model(input_ids=ids, global_attention_mask=mask).logits[0], dim=-1)
+    write_scores(out / "global.txt", sorted(((labels[i], float(p)) for i, p in enumerate(scores)), key=lambda x: -x[1]))
+    (out / "text.txt").write_text(ZERO_SHOT_TEXT + "\n", encoding="utf-8")
+    print(f"  {name}: {ids.shape[1]} tokens, {(out / 'text_classification.txt').read_text().split()}, "
+          f"{(out / 'global.txt').read_text().split()}")
+
+
 RERANK_QUERY = "how long does the battery last"
 RERANK_DOCUMENTS = ["Charging takes an hour; the battery then lasts long.", "Our team won the match in the last minute.",
                     "Preheat the oven before baking the bread.", "The battery lasts two days on one charge."]
@@ -597,6 +633,8 @@ def main() -> None:
         make_zero_shot()
     if not only or "bert-rerank" in only:
         make_reranker()
+    if not only or "longformer-text" in only:
+        make_longformer_text()
     if not only or "layoutlm-words" in only:
         make_layout_words()
 

@@ -972,6 +972,39 @@ static void test_text_classify_cli(void) {
     CHECK_MSG(status == 1 && strstr(out, "no sequence-classification head"), "classify on a causal LM: exit %d: %s", status, out);
 }
 
+/* build/classify on a Longformer (longformer-text) against transformers: the text-classification
+   pipeline's scores (global attention on the first token, the head's default) and the scores with
+   --global-tokens 1,5,9 (transformers' model given that mask), on 2 and 3 ranks; a position beyond
+   the input, or a list that is not one, refused. */
+static void test_longformer_classify_cli(void) {
+    char binary[1024], dir[1024], command[4096], out[1024], path[1100], text[512] = "";
+    test_example_path("classify", binary, sizeof binary);
+    snprintf(dir, sizeof dir, "%s/longformer-text", test_fixtures);
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    size_t size = 0;
+    char *lines = test_read_file(path, &size);
+    if (lines) snprintf(text, sizeof text, "%.*s", (int)strcspn(lines, "\n"), lines);
+    free(lines);
+    static const struct { const char *options, *reference; } runs[] = {
+        {"--gpus 2", "text_classification.txt"},
+        {"--gpus 3 --global-tokens 1,5,9", "global.txt"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        snprintf(command, sizeof command, "%s %s \"%s\" --device cpu %s 2>&1", binary, dir, text, runs[i].options);
+        int status = test_run_output(command, out, sizeof out);
+        snprintf(path, sizeof path, "%s/%s", dir, runs[i].reference);
+        CHECK_MSG(status == 0, "classify %s: exit %d: %s", runs[i].options, status, out);
+        if (status == 0) check_scores(runs[i].options, out, path);
+    }
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --global-tokens 1,500 2>&1", binary, dir, text);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "position 500 is beyond the input's"), "classify --global-tokens 1,500: exit %d: %s",
+              status, out);
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --global-tokens 1,x 2>&1", binary, dir, text);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 2, "classify --global-tokens 1,x: exit %d: %s", status, out);
+}
+
 /* The floats of FILE in a fixture against `got` (count of them, from element `first` of the file). */
 static void check_floats_at(const char *what, const char *dir, const char *file, size_t first, const float *got,
                             size_t count) {
@@ -1259,6 +1292,7 @@ void test_encoders(void) {
     test_encoder_fixture("longformer-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_encoder_fixture("longformer-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_longformer_global_tokens();
+    test_longformer_classify_cli();
     test_encoder_fixture("squeezebert", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("squeezebert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("squeezebert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
