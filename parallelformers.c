@@ -4498,17 +4498,18 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     return PF_OK;
 }
 
-/* Longformer's attention_window: one even window for every layer, or a list of one a layer
-   (transformers asserts both, and that each is above 0); absent, LongformerConfig's 512. Each
-   layer keeps its one-sided width, attention_window / 2. */
+/* Longformer's attention_window: one even window for every layer, or a list of one a layer (LED:
+   an encoder layer) (transformers asserts both, and that each is above 0); absent, LongformerConfig's
+   and LEDConfig's 512. Each layer keeps its one-sided width, attention_window / 2. */
 static pf_result pf__config_local_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
+    int layers = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : c->num_layers; /* LED's encoder's */
     const pf__json *windows = pf__json_get(json, "attention_window");
-    if (windows && windows->type == PF__JSON_ARRAY && windows->count != (size_t)c->num_layers)
+    if (windows && windows->type == PF__JSON_ARRAY && windows->count != (size_t)layers)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"attention_window\" lists %zu windows, the model has %d "
-                          "layers", path, windows->count, c->num_layers);
+                          "%slayers", path, windows->count, layers, layers == c->num_layers ? "" : "encoder ");
     const pf__json *v = windows && windows->type == PF__JSON_ARRAY ? windows->first : windows;
-    for (int l = 0; l < c->num_layers; l++) {
+    for (int l = 0; l < layers; l++) {
         double window = 512; /* absent */
         if (windows) window = v && v->type == PF__JSON_NUMBER ? v->number : -1; /* -1: refused below */
         if (!(window >= 2 && window <= 1e9) || window != floor(window) || fmod(window, 2) != 0)
@@ -25189,7 +25190,7 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
     /* Longformer: the global tokens' rows of attn again, softmax(q_g k_g^T * scale) v_g over every
        key, q_g, k_g, v_g = h Wqkv_global_r^T + b (their keys and values replace the layer's cache) */
-    if (c->local_attention && s->global_tokens) {
+    if (c->local_attention && s->global_tokens && shape->mask == PF__MASK_BIDIRECTIONAL) { /* LED: its encoder's */
         pf__attn_shape global = *shape;
         global.local_window = 0;
         global.global_queries = 1;
@@ -30664,7 +30665,7 @@ static pf_result pf__global_tokens(pf_model *m, const int32_t *given, const int3
                             (int)given[t]);
         out[t] = given[t];
     }
-    if (given) return PF_OK;
+    if (given || pf__archs[c->arch].kind != PF__KIND_ENCODER) return PF_OK; /* LED's heads take none by default */
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) out[0] = 1;
     if (c->head != PF_HEAD_QUESTION_ANSWERING && c->head != PF_HEAD_MULTIPLE_CHOICE) return PF_OK;
     int separators = 0, first = -1;

@@ -830,17 +830,18 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     return PF_OK;
 }
 
-/* Longformer's attention_window: one even window for every layer, or a list of one a layer
-   (transformers asserts both, and that each is above 0); absent, LongformerConfig's 512. Each
-   layer keeps its one-sided width, attention_window / 2. */
+/* Longformer's attention_window: one even window for every layer, or a list of one a layer (LED:
+   an encoder layer) (transformers asserts both, and that each is above 0); absent, LongformerConfig's
+   and LEDConfig's 512. Each layer keeps its one-sided width, attention_window / 2. */
 static pf_result pf__config_local_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
+    int layers = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : c->num_layers; /* LED's encoder's */
     const pf__json *windows = pf__json_get(json, "attention_window");
-    if (windows && windows->type == PF__JSON_ARRAY && windows->count != (size_t)c->num_layers)
+    if (windows && windows->type == PF__JSON_ARRAY && windows->count != (size_t)layers)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"attention_window\" lists %zu windows, the model has %d "
-                          "layers", path, windows->count, c->num_layers);
+                          "%slayers", path, windows->count, layers, layers == c->num_layers ? "" : "encoder ");
     const pf__json *v = windows && windows->type == PF__JSON_ARRAY ? windows->first : windows;
-    for (int l = 0; l < c->num_layers; l++) {
+    for (int l = 0; l < layers; l++) {
         double window = 512; /* absent */
         if (windows) window = v && v->type == PF__JSON_NUMBER ? v->number : -1; /* -1: refused below */
         if (!(window >= 2 && window <= 1e9) || window != floor(window) || fmod(window, 2) != 0)

@@ -309,7 +309,7 @@ static pf_result pf__global_tokens(pf_model *m, const int32_t *given, const int3
                             (int)given[t]);
         out[t] = given[t];
     }
-    if (given) return PF_OK;
+    if (given || pf__archs[c->arch].kind != PF__KIND_ENCODER) return PF_OK; /* LED's heads take none by default */
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) out[0] = 1;
     if (c->head != PF_HEAD_QUESTION_ANSWERING && c->head != PF_HEAD_MULTIPLE_CHOICE) return PF_OK;
     int separators = 0, first = -1;

@@ -426,7 +426,7 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
     /* Longformer: the global tokens' rows of attn again, softmax(q_g k_g^T * scale) v_g over every
        key, q_g, k_g, v_g = h Wqkv_global_r^T + b (their keys and values replace the layer's cache) */
-    if (c->local_attention && s->global_tokens) {
+    if (c->local_attention && s->global_tokens && shape->mask == PF__MASK_BIDIRECTIONAL) { /* LED: its encoder's */
         pf__attn_shape global = *shape;
         global.local_window = 0;
         global.global_queries = 1;

@@ -357,7 +357,7 @@ static void test_layoutlm_refusals(void) {
 }
 
 /* Longformer's attention_window: one even number above 0 for every layer, or a list of one a
-   layer (transformers asserts the same); anything else refused naming the key. */
+   layer (LED: an encoder layer; transformers asserts the same); anything else refused naming the key. */
 static void test_longformer_refusals(void) {
     static const char *listed = "\"attention_window\": [\n    4,\n    8\n  ]";
     static const struct { const char *window; pf_result want; const char *message; } cases[] = {
@@ -375,6 +375,9 @@ static void test_longformer_refusals(void) {
         pf_model *m = expect_load(cases[i].window, NULL, cases[i].want, cases[i].message);
         pf_free(m);
     }
+    if (copy_fixture("led-s2s")) return; /* LED: a window for each encoder layer */
+    edit_file("config.json", listed, "\"attention_window\": [4, 8, 8]");
+    expect_load("LED with 3 windows", NULL, PF_ERROR_FORMAT, "\"attention_window\" lists 3 windows, the model has 2 encoder layers");
 }
 
 /* SqueezeBERT's group counts say how its convolutions' weights are stored: one that disagrees
