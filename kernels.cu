@@ -146,6 +146,11 @@ typedef struct pf_cuda_attention_args {
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
     int chunk;                          /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
+    int local_window;                   /* > 0 (mask 0): Longformer's local attention, the keys j with
+                                           |pos - j| <= local_window and the global tokens (global) */
+    int global_queries;                 /* 1 (mask 0): only the global tokens' queries, over every key; the
+                                           other rows of out are left as they are */
+    const int32_t *global;              /* [batch * T]: 1 for a token with global attention; NULL: none */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
@@ -885,6 +890,9 @@ struct pf_attn_args {
     int chunk;  /* > 0: keys of the query's chunk of positions (counted from the sequence's first) */
     int mask;   /* 0: every key of the sequence (encoders); 1: keys up to the query (decoders); 2: all
                    cache_len keys, q rows packed (cross-attention over an encoder's output) */
+    int local_window;      /* > 0 (mask 0): Longformer's keys within it of the query, and the global ones */
+    int global_queries;    /* 1 (mask 0): the global tokens' queries alone, the other rows untouched */
+    const int32_t *global; /* [batch * T]: 1 for a token with global attention, or NULL (plain kernel only) */
     float scale;
     float softcap;      /* > 0: a scaled score s becomes tanh(s / softcap) * softcap (Gemma 2) */
     const float *alibi; /* [heads] or NULL */
@@ -910,7 +918,7 @@ struct pf_attn_args {
 /* The first key the query at cache index pos sees: its sequence's first (pads are never keys),
    or a later one where a window or its chunk starts later. */
 __device__ __forceinline__ int pf_first_key(const pf_attn_args &a, int pos, int pad) {
-    int first = pf_first_key(a, pos, pad);
+    int first = a.window > 0 && pos + 1 - a.window > pad ? pos + 1 - a.window : pad;
     if (a.chunk > 0 && pos >= pad) {
         int chunk_first = pad + (pos - pad) / a.chunk * a.chunk;
         if (chunk_first > first) first = chunk_first;
@@ -959,12 +967,14 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
     size_t row = blockIdx.x; /* b * T + t */
     int h = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
     int b = (int)(row / (size_t)a.T), t = (int)(row % (size_t)a.T);
+    if (a.global_queries && !(a.global && a.global[row])) return; /* Longformer: another pass's row */
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     size_t q_width = (size_t)a.heads * hd, kv_width = (size_t)a.kv_heads * hd;
     size_t row_width = a.mask == 2 ? q_width : q_width + 2 * kv_width;
     int pos = a.past + t, pad = a.pad ? a.pad[b] : 0;
     int last = a.mask == 1 ? pos : a.mask == 2 ? a.cache_len - 1 : a.past + a.T - 1;
     int first = pf_first_key(a, pos, pad);
+    const int32_t *global_row = a.global ? a.global + (size_t)b * a.T : NULL; /* keys j of this step: past 0 */
     int len = first <= last ? last + 1 - first : 0;
     int per = (len + splits - 1) / splits;
     int begin = first + split * per, end = begin + per < last + 1 ? begin + per : last + 1;
@@ -996,6 +1006,9 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
                 if (a.rel_bias)
                     p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
                 if (a.dense_bias) p[jj] += a.dense_bias[((size_t)blockIdx.x * a.heads + h) * a.T + j0 + jj];
+                int key = j0 + jj, distance = key > pos ? key - pos : pos - key;
+                if (a.local_window > 0 && distance > a.local_window && !(global_row && global_row[key]))
+                    p[jj] = -INFINITY; /* Longformer: neither in the window nor global */
             }
         }
         __syncthreads();
@@ -1003,6 +1016,10 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
         for (int jj = threadIdx.x; jj < n; jj += blockDim.x) chunk_max = fmaxf(chunk_max, p[jj]);
         chunk_max = pf_block_max(chunk_max, red);
         float m_new = fmaxf(m, chunk_max);
+        if (m_new == -INFINITY) { /* every key so far masked (Longformer's): nothing to add, and no NaN from exp */
+            __syncthreads();
+            continue;
+        }
         float alpha = expf(m - m_new); /* 0 on the first chunk (m = -inf) */
         float chunk_sum = 0.0f;
         for (int jj = threadIdx.x; jj < n; jj += blockDim.x) {
@@ -2118,7 +2135,9 @@ __global__ void __launch_bounds__(32 * PF_GEMV_WARPS) pf_gemv16_kernel(float *ou
    test/cuda_standin.c's flash_takes states the same without the device's conditions. */
 static int pf_cuda__flash_possible(struct pf_cuda_rank *st, const pf_attn_args &a, int cache_dtype,
                                    const void *k_cache, const void *v_cache) {
-    if (a.T <= 1 || cache_dtype == PF_CUDA_F32 || a.mask == 2 || a.dense_bias || a.sinks) return 0;
+    if (a.T <= 1 || cache_dtype == PF_CUDA_F32 || a.mask == 2 || a.dense_bias || a.sinks || a.local_window > 0 ||
+        a.global_queries)
+        return 0;
     if (a.hd % 16 || a.hd > PF_FLASH_MAX_HEAD_DIM || (((uintptr_t)k_cache | (uintptr_t)v_cache) & 15u)) return 0;
     int major = 0, most_shared = 0;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, st->device) != cudaSuccess ||
@@ -2843,7 +2862,10 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
    <= pos (left pads are never keys; mask 0, encoders: j <= past + T - 1 instead; mask 2,
    cross-attention: j < cache_len, q rows packed [heads * head_dim]), and
    pos - j < window when window > 0; a query with no key
-   (a pad's own) gets zeros. pad: device [batch] left pad counts, or NULL for none; rows: device
+   (a pad's own) gets zeros. Longformer's passes (mask 0, the plain kernel, one split): local_window
+   > 0 keeps the keys with |pos - j| <= local_window or global[b*T+j] (the others masked out of the
+   whole sequence's range); global_queries computes the rows b*T+t with global[b*T+t] alone,
+   over every key, and leaves the others' out as it was. pad: device [batch] left pad counts, or NULL for none; rows: device
    [batch], the cache row of each sequence, or NULL for row b. qkv rows are
    [q (heads * head_dim) | k (kv_heads * head_dim) | v (same)]; q head h reads kv head
    (head_begin + h) / kv_group - kv_begin; the caches hold cache_dtype. alibi: device [heads] or NULL. T > 1 (prefill):
@@ -2877,7 +2899,9 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     size_t shared = ((size_t)2 * head_dim + PF_CHUNK + 32) * sizeof(float);
     /* Keys of the (one) decode query without pads: a padded sequence's splits have fewer each. */
     int len = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
-    int splits = T == 1 && partials ? pf_cuda_decode_splits(len) : 1;
+    /* Longformer's passes: one split (a global pass leaves rows unwritten, which a combine would write) */
+    int longformer = args->local_window > 0 || args->global_queries;
+    int splits = T == 1 && partials && !longformer ? pf_cuda_decode_splits(len) : 1;
     pf_attn_args a;
     a.T = T;
     a.past = 0; /* the kernels read it from past_at */
@@ -2892,6 +2916,9 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     a.window = window;
     a.chunk = args->chunk;
     a.mask = mask;
+    a.local_window = args->local_window;
+    a.global_queries = args->global_queries;
+    a.global = args->global;
     a.scale = args->scale;
     a.softcap = args->softcap;
     a.alibi = args->alibi;
@@ -2912,7 +2939,7 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
                    : pf_cuda__flash2_attention(st, batch, out, qkv, (const __nv_bfloat16 *)k_cache,
                                                (const __nv_bfloat16 *)v_cache, a);
     /* Decode in one launch where the rank's counters cover the (row, head) pairs. */
-    if (T == 1 && head_dim <= 32 * PF_DECODE_PER_LANE && st->counters && !a.dense_bias && !a.sinks &&
+    if (T == 1 && head_dim <= 32 * PF_DECODE_PER_LANE && st->counters && !a.dense_bias && !a.sinks && !longformer &&
         (splits == 1 || (size_t)batch * heads <= PF_DECODE_COUNTERS)) {
         dim3 decode_grid((unsigned)batch, (unsigned)heads, (unsigned)splits);
         return cache_dtype == PF_CUDA_F16

@@ -498,6 +498,14 @@ typedef enum {
     PF__SLOT_POS_Q_BIAS,       /* [Q] */
     PF__SLOT_POS_K_WEIGHT,     /* [KV, hidden]: for the c2p term, in place of the key weight */
     PF__SLOT_POS_K_BIAS,       /* [KV] (zeros where the query's has one and it has none: v1) */
+    /* Longformer's projections of the tokens with global attention (pf__config.local_attention): a
+       global token's query, and the keys and values every token gives it, split with the heads */
+    PF__SLOT_Q_GLOBAL_WEIGHT,  /* [Q, hidden] */
+    PF__SLOT_Q_GLOBAL_BIAS,    /* [Q] */
+    PF__SLOT_K_GLOBAL_WEIGHT,  /* [KV, hidden] */
+    PF__SLOT_K_GLOBAL_BIAS,    /* [KV] */
+    PF__SLOT_V_GLOBAL_WEIGHT,  /* [KV, hidden] */
+    PF__SLOT_V_GLOBAL_BIAS,    /* [KV] */
     /* MobileBERT's bottleneck blocks (bottleneck_width B > 0): the block works at width B between
        a projection in and one out; its attention output, MLPs and their norms are [B] wide */
     PF__SLOT_BOTTLENECK_IN_WEIGHT,      /* [B, hidden]: the block's input into its residual stream, */
@@ -544,6 +552,8 @@ typedef enum {
     PF__SLOT_SHARED_IN_BIAS,
     PF__SLOT_POS_QK_WEIGHT,    /* [q_r | k_r, hidden] of the position projections */
     PF__SLOT_POS_QK_BIAS,
+    PF__SLOT_QKV_GLOBAL_WEIGHT,/* [q_r | k_r | v_r, hidden] of Longformer's global projections */
+    PF__SLOT_QKV_GLOBAL_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -914,7 +924,7 @@ typedef struct pf__config {
     int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
     float rope_short_factor[PF__MAX_ROPE_FACTORS], rope_long_factor[PF__MAX_ROPE_FACTORS]; /* LongRoPE's lists */
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned, with
-                                       layer_local after it */
+                                       layer_local, layer_chunk and layer_local_window after it */
     int *layer_local;               /* [num_layers]: 1 where the layer is a sliding ("local") one by its
                                        kind, whatever its window; points into layer_window's block */
     int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
@@ -928,6 +938,14 @@ typedef struct pf__config {
     int *layer_chunk;               /* [num_layers]: each layer's chunk, 0 for none: a query sees the keys of its
                                        chunk of attention_chunk positions (counted from the sequence's first
                                        token); points into layer_window's block */
+    int local_attention;            /* 1: Longformer's attention: each token sees the keys within its layer's
+                                       layer_local_window and the tokens with global attention, which see
+                                       every key through their own projections (PF__SLOT_*_GLOBAL_*) */
+    int *layer_local_window;        /* [num_layers]: the one-sided window, attention_window / 2 (config.json's
+                                       attention_window: one even number, or one a layer); points into
+                                       layer_window's block */
+    int sep_token_id;               /* Longformer's separator: its question-answering and multiple-choice heads
+                                       put global attention on the tokens before / after the first one */
     int temperature_tuning;         /* 1: on the layers that rotate nothing, q times 1 + temperature_scale *
                                        log1p(floor((p + 1) / temperature_floor)) at position p (Llama 4's
                                        attn_temperature_tuning, floor_scale, attn_scale) */
@@ -1571,6 +1589,8 @@ typedef struct pf__step {
                                model has a token type table */
     const int32_t *box_rows;/* host, [PF__BOX_LOOKUPS][batch][seq_len]: the rows of LayoutLM's 2-D
                                position tables each token reads; set whenever the model has them */
+    const int32_t *global_tokens; /* host, [batch][seq_len]: 1 where a token has Longformer's global
+                               attention, 0 elsewhere (pads too); NULL: no token has */
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
@@ -1600,6 +1620,10 @@ typedef struct pf__attn_shape {
     int chunk;              /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk
                                (Llama 4's chunked attention); 0: none */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
+    int local_window;       /* > 0 (PF__MASK_BIDIRECTIONAL): Longformer's local attention: the keys j with
+                               |pos - j| <= local_window, and the step's global tokens (s->global_tokens) */
+    int global_queries;     /* 1 (PF__MASK_BIDIRECTIONAL): only the step's global tokens' queries, over every
+                               key of their sequence; the other rows of out are left as they are */
     int rotary_dim;         /* for the rotary op */
     float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
                                factor, transformers' attention_scaling); 0: 1 */
@@ -3750,6 +3774,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_UP_BIAS, PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 3},
     {PF__SLOT_POS_QK_WEIGHT, {PF__SLOT_POS_Q_WEIGHT, PF__SLOT_POS_K_WEIGHT}, 2},
     {PF__SLOT_POS_QK_BIAS, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS}, 2},
+    {PF__SLOT_QKV_GLOBAL_WEIGHT, {PF__SLOT_Q_GLOBAL_WEIGHT, PF__SLOT_K_GLOBAL_WEIGHT, PF__SLOT_V_GLOBAL_WEIGHT}, 3},
+    {PF__SLOT_QKV_GLOBAL_BIAS, {PF__SLOT_Q_GLOBAL_BIAS, PF__SLOT_K_GLOBAL_BIAS, PF__SLOT_V_GLOBAL_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -4499,10 +4525,11 @@ static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, co
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
-    c->layer_window = (int *)calloc(3 * (size_t)c->num_layers, sizeof(int));
+    c->layer_window = (int *)calloc(4 * (size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     c->layer_local = c->layer_window + c->num_layers;
     c->layer_chunk = c->layer_local + c->num_layers;
+    c->layer_local_window = c->layer_chunk + c->num_layers;
     const pf__json *types = NULL;
     const char *key = NULL;
     int needed = 0;
@@ -4562,6 +4589,29 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     if (l != c->num_layers)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" gives %d layers, the model has %d", path,
                           key, l, c->num_layers);
+    return PF_OK;
+}
+
+/* Longformer's attention_window: one even window for every layer, or a list of one a layer (LED:
+   an encoder layer) (transformers asserts both, and that each is above 0); absent, LongformerConfig's
+   and LEDConfig's 512. Each layer keeps its one-sided width, attention_window / 2. */
+static pf_result pf__config_local_windows(const pf__json *json, pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    int layers = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : c->num_layers; /* LED's encoder's */
+    const pf__json *windows = pf__json_get(json, "attention_window");
+    if (windows && windows->type == PF__JSON_ARRAY && windows->count != (size_t)layers)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"attention_window\" lists %zu windows, the model has %d "
+                          "%slayers", path, windows->count, layers, layers == c->num_layers ? "" : "encoder ");
+    const pf__json *v = windows && windows->type == PF__JSON_ARRAY ? windows->first : windows;
+    for (int l = 0; l < layers; l++) {
+        double window = 512; /* absent */
+        if (windows) window = v && v->type == PF__JSON_NUMBER ? v->number : -1; /* -1: refused below */
+        if (!(window >= 2 && window <= 1e9) || window != floor(window) || fmod(window, 2) != 0)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"attention_window\" of layer %d is not an even "
+                              "number above 0", path, l);
+        c->layer_local_window[l] = (int)(window / 2);
+        if (windows && windows->type == PF__JSON_ARRAY) v = v->next;
+    }
     return PF_OK;
 }
 
@@ -5529,6 +5579,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
+    if (!r && cfg->local_attention && cfg->layer_window) r = pf__config_local_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_sparse(json, cfg, path, message, size);
     if (!r && cfg->rope_windowed_only && cfg->layer_window && !cfg->layer_rope) { /* the global layers are NoPE ones */
         cfg->layer_rope = (int *)calloc((size_t)cfg->num_layers, sizeof(int));
@@ -6778,6 +6829,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
         PF__NAME(PF__SLOT_, POS_Q_WEIGHT) PF__NAME(PF__SLOT_, POS_Q_BIAS) PF__NAME(PF__SLOT_, POS_K_WEIGHT) PF__NAME(PF__SLOT_, POS_K_BIAS)
+        PF__NAME(PF__SLOT_, Q_GLOBAL_WEIGHT) PF__NAME(PF__SLOT_, Q_GLOBAL_BIAS) PF__NAME(PF__SLOT_, K_GLOBAL_WEIGHT)
+        PF__NAME(PF__SLOT_, K_GLOBAL_BIAS) PF__NAME(PF__SLOT_, V_GLOBAL_WEIGHT) PF__NAME(PF__SLOT_, V_GLOBAL_BIAS)
         PF__NAME(PF__SLOT_, BOTTLENECK_IN_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_IN_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_QK_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_BIAS)
         PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_BIAS)
@@ -6795,7 +6848,7 @@ static const char *pf__slot_name(int v) {
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
-    case PF__SLOT_COUNT: return NULL;
+    case PF__SLOT_QKV_GLOBAL_WEIGHT: case PF__SLOT_QKV_GLOBAL_BIAS: case PF__SLOT_COUNT: return NULL;
     }
     return NULL;
 }
@@ -7850,16 +7903,18 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_PROJECT_OUT: *rows = e; *cols = h; break;
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
     case PF__SLOT_QKV_FUSED_BIAS: *rows = q + 2 * kv; break;
-    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT:
+    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT: case PF__SLOT_Q_GLOBAL_WEIGHT:
         *rows = q;
         *cols = slot == PF__SLOT_Q_WEIGHT ? inner : h; /* a bottleneck's q reads its shared input (then folded into q) */
         break;
-    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: *rows = q; break;
+    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: case PF__SLOT_Q_GLOBAL_BIAS: *rows = q; break;
     case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT: case PF__SLOT_POS_K_WEIGHT:
+    case PF__SLOT_K_GLOBAL_WEIGHT: case PF__SLOT_V_GLOBAL_WEIGHT:
         *rows = kv;
         *cols = slot == PF__SLOT_K_WEIGHT ? inner : h; /* as q's */
         break;
-    case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS: *rows = kv; break;
+    case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS:
+    case PF__SLOT_K_GLOBAL_BIAS: case PF__SLOT_V_GLOBAL_BIAS: *rows = kv; break;
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CONV_OUT_WEIGHT: *rows = inner; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
     case PF__SLOT_ATTN_JOINED_OUT_WEIGHT: *rows = h; *cols = 2 * q; break;
     case PF__SLOT_CONV_DEPTHWISE_WEIGHT: *rows = h; *cols = (size_t)c->conv_kernel; break;
@@ -18804,8 +18859,9 @@ typedef struct pf__mpi_call {
     X(0, step.ids, const int32_t *) X(1, step.inv_freq, const float *) X(2, step.pad, const int *)                    \
     X(3, step.type_ids, const int32_t *) X(4, step.cross_pad, const int *) X(5, step.features, const float *)         \
     X(6, step.patches, const float *) X(7, step.cache_rows, const int *) X(8, pool_at, const int *)                   \
-    X(9, reorder_dst, const int *) X(10, reorder_src, const int *)
-#define PF__CALL_NUM_INPUTS 11
+    X(9, reorder_dst, const int *) X(10, reorder_src, const int *) X(11, step.box_rows, const int32_t *)               \
+    X(12, step.global_tokens, const int32_t *)
+#define PF__CALL_NUM_INPUTS 13
 #define PF__CALL_OUTPUT_FIELDS(X)                                                                                    \
     X(0, logits, float *) X(1, hidden, float *) X(2, pooled, float *) X(3, embeds, float *) X(4, tokens, int32_t *)   \
     X(5, candidates, pf__choice *)
@@ -18825,7 +18881,8 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
     if (widest < 2) widest = 2;
     size_t sizes_in[PF__CALL_NUM_INPUTS] = {N * i4, pf__rope_floats(cf) * f, B * sizeof(int), N * i4, B * sizeof(int),
                                             N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
-                                            B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int)};
+                                            B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int),
+                                            PF__BOX_LOOKUPS * N * i4, N * i4};
     size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
                                           rows * i4, (size_t)g->world_ranks * rows * c->candidates_per_row * sizeof(pf__choice)};
     memcpy(in, sizes_in, sizeof sizes_in);
@@ -23048,9 +23105,17 @@ static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *
     }
 }
 
-/* The keys query `pos` of row b may see, first..last (first > last: none, a pad's own query). */
-static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t pad, size_t pos, size_t *first,
-                             size_t *last) {
+/* Whether Longformer's local attention (a->local_window) lets query `pos` see key `key`: within the
+   window, or a global token (global_row: the row's flags). */
+static inline int pf__local_key_seen(const pf__attn_shape *a, size_t pos, size_t key, const int32_t *global_row) {
+    return (key > pos ? key - pos : pos - key) <= (size_t)a->local_window || (global_row && global_row[key]);
+}
+
+/* The keys query `pos` of row b may see, first..last (first > last: none, a pad's own query);
+   global_span: the first and last of the row's global tokens under Longformer's local attention
+   (the keys between them outside the window are masked by the softmax), or NULL. */
+static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t pad, size_t pos,
+                             const size_t *global_span, size_t *first, size_t *last) {
     *last = a->mask == PF__MASK_CAUSAL ? pos
             : a->mask == PF__MASK_CROSS ? (size_t)a->cache_len - 1 : (size_t)s->past + (size_t)s->seq_len - 1;
     *first = pad; /* left pads are never keys */
@@ -23059,6 +23124,12 @@ static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t 
     if (a->chunk > 0 && pos >= pad) { /* the query's chunk, counted from the sequence's first token */
         size_t chunk_first = pad + (pos - pad) / (size_t)a->chunk * (size_t)a->chunk;
         if (chunk_first > *first) *first = chunk_first;
+    }
+    if (a->local_window > 0) { /* Longformer: the window, widened to reach the row's global tokens */
+        size_t w = (size_t)a->local_window, lo = pos > *first + w ? pos - w : *first, hi = pos + w < *last ? pos + w : *last;
+        if (global_span && global_span[0] < lo) lo = global_span[0];
+        if (global_span && global_span[1] > hi) hi = global_span[1];
+        *first = lo, *last = hi;
     }
 }
 
@@ -23076,9 +23147,10 @@ static const float *pf__dense_bias_row(const pf__attn_shape *a, const pf__step *
 }
 
 /* One query's scores p[0..count) of keys first.. into probabilities, for head h; dense: its dense
-   bias row over the step's keys, or NULL. */
+   bias row over the step's keys, or NULL; global_row: the row's global tokens under Longformer's
+   local attention, whose keys outside the window get probability 0 (NULL: the range is the window). */
 static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t count, size_t first, size_t pos,
-                               size_t pad, int h, const pf__attn_shape *a, const float *dense) {
+                               size_t pad, int h, const pf__attn_shape *a, const float *dense, const int32_t *global_row) {
     float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
     if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
@@ -23099,6 +23171,9 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
         for (size_t j = 0; j < count; j++) p[j] = p[j] * scale; /* the same value as above: slope 0 adds +0 */
     }
     if (dense) for (size_t j = 0; j < count; j++) p[j] += dense[first + j]; /* keys of this step (past 0) */
+    int local = a->local_window > 0 && global_row;
+    for (size_t j = 0; local && j < count; j++)
+        if (!pf__local_key_seen(a, pos, first + j, global_row)) p[j] = -INFINITY; /* out of every maximum */
     float maxima[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     size_t j = 0;
     for (; j + 8 <= count; j += 8) /* eight independent maxima: one chain of them waited on each other */
@@ -23109,6 +23184,8 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     float sink = a->sinks ? ((const float *)a->sinks->data)[h] : -INFINITY; /* a term without a value */
     if (sink > max) max = sink;
     kernels->exp_shifted(p, count, max);
+    for (size_t k = 0; local && k < count; k++) /* exactly 0, as transformers' finfo.min gives (the exp clamps) */
+        if (!pf__local_key_seen(a, pos, first + k, global_row)) p[k] = 0.0f;
     /* independent sums (sum_shifted's sixteen chains) and one division: a chain of dependent
        double adds and a double division per key were a quarter of a long prompt's attention */
     double inverse = 1.0 / (kernels->sum_shifted(p, count, 0.0, 0) + (a->sinks ? (double)expf(sink - max) : 0.0));
@@ -23142,7 +23219,7 @@ static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, fl
     size_t hd = (size_t)a->head_dim, kv_width = (size_t)a->kv_heads * hd, ld = (size_t)a->cache_len, first, last;
     pf__cpu_rank *cpu = pf__cpu(r);
     size_t esize = pf__dtype_size(a->cache_dtype), *kv = cpu->head_slices;
-    pf__attend_range(s, a, pad, (size_t)s->past, &first, &last);
+    pf__attend_range(s, a, pad, (size_t)s->past, NULL, &first, &last);
     if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
         memset(out, 0, (size_t)a->heads * hd * sizeof(float));
         return;
@@ -23153,7 +23230,7 @@ static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, fl
     kernels->row_scores(cpu->scores, ld, q, hs, kc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
     for (int h = 0; h < a->heads; h++)
         pf__attend_softmax(kernels, cpu->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a,
-                           pf__dense_bias_row(a, s, b, 0, h));
+                           pf__dense_bias_row(a, s, b, 0, h), NULL);
     kernels->row_weighted_sums(out, cpu->scores, ld, hs, vc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
 }
 
@@ -23210,6 +23287,22 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
         const char *kc = (const char *)k_cache + cache_row * a->cache_len * kv_width * esize;
         const char *vc = (const char *)v_cache + cache_row * a->cache_len * kv_width * esize;
         size_t pad = s->pad ? (size_t)s->pad[b] : 0, lo_all = SIZE_MAX, hi_all = 0;
+        const int32_t *global_row = s->global_tokens ? s->global_tokens + (size_t)b * T : NULL;
+        if (a->global_queries) { /* Longformer's global tokens' rows alone, each over every key */
+            for (size_t t = 0; global_row && t < T; t++)
+                if (global_row[t])
+                    pf__attend_one_query(r, kernels, out + ((size_t)b * T + t) * q_width, qkv + ((size_t)b * T + t) * row_width,
+                                         kc, vc, s, a, (size_t)b, pad);
+            continue;
+        }
+        size_t global_span[2] = {SIZE_MAX, 0}; /* the row's global tokens under local attention */
+        for (size_t t = 0; a->local_window > 0 && global_row && t < T; t++)
+            if (global_row[t]) {
+                if (t < global_span[0]) global_span[0] = t;
+                global_span[1] = t;
+            }
+        const size_t *span = global_span[0] <= global_span[1] ? global_span : NULL;
+        if (!span) global_row = NULL; /* the window alone */
         if (T == 1) {
             pf__attend_one_query(r, kernels, out + (size_t)b * q_width, qkv + (size_t)b * row_width, kc, vc, s, a, (size_t)b,
                                  pad);
@@ -23217,7 +23310,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
         }
         for (size_t t = 0; t < T; t++) { /* the keys any query of the row sees */
             size_t first, last;
-            pf__attend_range(s, a, pad, (size_t)s->past + t, &first, &last);
+            pf__attend_range(s, a, pad, (size_t)s->past + t, span, &first, &last);
             if (first <= last && first < lo_all) lo_all = first;
             if (first <= last && last > hi_all) hi_all = last;
         }
@@ -23251,7 +23344,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                 size_t first[PF__QUERY_BLOCK], last[PF__QUERY_BLOCK], lo = SIZE_MAX, hi = 0;
                 const float *q[PF__QUERY_BLOCK];
                 for (int i = 0; i < nq; i++) {
-                    pf__attend_range(s, a, pad, (size_t)s->past + t0 + (size_t)i, &first[i], &last[i]);
+                    pf__attend_range(s, a, pad, (size_t)s->past + t0 + (size_t)i, span, &first[i], &last[i]);
                     q[i] = qkv + ((size_t)b * T + t0 + (size_t)i) * row_width + (size_t)h * hd;
                     if (first[i] > last[i]) continue; /* a pad's own query: its weights are all 0 below */
                     if (first[i] < lo) lo = first[i];
@@ -23268,7 +23361,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                     }
                     pf__attend_softmax(kernels, row + (first[i] - lo), last[i] + 1 - first[i], first[i],
                                        (size_t)s->past + t0 + (size_t)i, pad, h, a,
-                                       pf__dense_bias_row(a, s, (size_t)b, t0 + (size_t)i, h));
+                                       pf__dense_bias_row(a, s, (size_t)b, t0 + (size_t)i, h), global_row);
                     memset(row, 0, (first[i] - lo) * sizeof(float));
                     memset(row + (last[i] + 1 - lo), 0, (hi - last[i]) * sizeof(float));
                 }
@@ -23452,7 +23545,7 @@ static void pf__cpu_latent_attend(pf__rank *r, float *out, float *q, const void 
         for (size_t t = 0; t < T; t++) {
             size_t first, last, pos = (size_t)s->past + t;
             float *q_row = q + ((size_t)b * T + t) * (size_t)a->heads * hd, *o_row = out + ((size_t)b * T + t) * (size_t)a->heads * vd;
-            pf__attend_range(s, a, pad, pos, &first, &last);
+            pf__attend_range(s, a, pad, pos, NULL, &first, &last);
             if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
                 memset(o_row, 0, (size_t)a->heads * vd * sizeof(float));
                 continue;
@@ -23478,7 +23571,7 @@ static void pf__cpu_latent_attend(pf__rank *r, float *out, float *q, const void 
                     for (size_t d = 0; d < rope; d++) score += (double)qh[nope + d] * key[rank + d];
                     p[j] = (float)score;
                 }
-                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a, NULL); /* latent attention has no dense bias */
+                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a, NULL, NULL); /* latent attention has no dense bias */
                 memset(o_lat, 0, rank * sizeof(float));
                 for (size_t j = 0; j < count; j++) {
                     const char *at = rows + (first + j) * width * esize;
@@ -25462,6 +25555,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     shape.cache_len = s->cross_len;
     shape.window = 0;
     shape.chunk = 0;
+    shape.local_window = 0;
     shape.sinks = NULL;
     shape.alibi = NULL;
     shape.rel_bias = NULL;
@@ -25668,6 +25762,16 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
     shape->qkv_bias = NULL;
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
+    /* Longformer: the global tokens' rows of attn again, softmax(q_g k_g^T * scale) v_g over every
+       key, q_g, k_g, v_g = h Wqkv_global_r^T + b (their keys and values replace the layer's cache) */
+    if (c->local_attention && s->global_tokens && shape->mask == PF__MASK_BIDIRECTIONAL) { /* LED: its encoder's */
+        pf__attn_shape global = *shape;
+        global.local_window = 0;
+        global.global_queries = 1;
+        be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_GLOBAL_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_GLOBAL_BIAS]), N);
+        be->kv_append(r, k_cache, v_cache, r->qkv, s, &global);
+        be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, &global);
+    }
 }
 
 /* Multi-head latent attention (DeepSeek V2/V3) on the block's input h, into attn (the rank's heads,
@@ -25716,6 +25820,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
     shape->chunk = c->layer_chunk[l];
+    shape->local_window = c->local_attention && t->mask == PF__MASK_BIDIRECTIONAL ? c->layer_local_window[l] : 0;
     shape->sinks = PF__OR_NULL(L[PF__SLOT_ATTN_SINKS]);
     shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
@@ -26594,6 +26699,11 @@ typedef struct pf_cuda_attention_args {
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
     int chunk;                          /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
+    int local_window;                   /* > 0 (mask 0): Longformer's local attention, the keys j with
+                                           |pos - j| <= local_window and the global tokens (global) */
+    int global_queries;                 /* 1 (mask 0): only the global tokens' queries, over every key; the
+                                           other rows of out are left as they are */
+    const int32_t *global;              /* [batch * T]: 1 for a token with global attention; NULL: none */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
@@ -26778,6 +26888,7 @@ typedef struct pf__cuda_rank_state {
     int *cache_rows, *cache_rows_host, cache_rows_count; /* the step's KV cache rows (pf__step.cache_rows) */
     int32_t *type_ids;        /* [max_tokens]: the step's segment ids, staged by prepare */
     const int32_t *type_ids_from; /* the host array they were staged from this step, or NULL */
+    int32_t *global_tokens;   /* [max_tokens]: the step's Longformer global tokens, staged by prepare */
     int *src;                 /* [2 max_batch]: a beam reorder's rows that change, then their old rows, on the device */
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
@@ -26931,6 +27042,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
     if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data)
         rs->type_ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
+    if (g->model->config.local_attention) rs->global_tokens = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
     if (!rs->cache_rows_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     if (g->model->config.num_layers > g->model->config.encoder_layers && g->model->config.encoder_layers) {
@@ -27511,6 +27623,13 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     if (s->ids && rs->type_ids && tokens <= r->group->max_tokens &&
         pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, types, tokens * sizeof(int32_t))))
         rs->type_ids_from = types;
+    if (s->global_tokens && (!rs->global_tokens || tokens > r->group->max_tokens)) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "global attention without its device buffer");
+        pf__cuda_break(r->group);
+        return;
+    }
+    if (s->global_tokens) /* an encoder's request: no graph captures it */
+        pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->global_tokens, s->global_tokens, tokens * sizeof(int32_t)));
     /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
     size_t tables = pf__rope_floats(&r->group->model->config);
     if (tables && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, tables);
@@ -27629,6 +27748,8 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .head_begin = a->head_begin, .kv_begin = a->kv_begin, .kv_group = a->kv_group,
         .cache_len = a->cache_len, .window = a->window, .chunk = a->chunk,
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
+        .local_window = a->local_window, .global_queries = a->global_queries,
+        .global = s->global_tokens && (a->local_window > 0 || a->global_queries) ? rs->global_tokens : NULL,
         .scale = a->scale,
         .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
@@ -31179,7 +31300,8 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
 PF_PRIVATE void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out);
+                                   const int32_t *const *boxes, const int32_t *const *global, const int *lengths, int batch,
+                                   pf_encoding **out);
 
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
@@ -31207,7 +31329,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
             rows[b] = ids + (size_t)b * seq_len;
             lengths[b] = seq_len;
         }
-        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, lengths, batch, &e);
+        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, NULL, lengths, batch, &e);
         if (!r) memcpy(logits, e->logits, (size_t)batch * seq_len * m->config.vocab_size * sizeof(float));
         pf_encoding_free(e);
         free(rows), free(lengths);
@@ -31385,11 +31507,43 @@ static void pf__box_rows(int32_t *rows, size_t N, size_t first, const int32_t *b
     }
 }
 
+/* Row b's Longformer global attention into out[length]: the caller's mask (given: 0 or 1 a token),
+   or without one the head's default as transformers' Longformer heads compute it: the first token
+   (sequence classification), the question before the first separator (question answering) or the
+   tokens after the first two (multiple choice; both need exactly 3 separators a row), none else. */
+static pf_result pf__global_tokens(pf_model *m, const int32_t *given, const int32_t *ids, int b, int length,
+                                   int32_t *out) {
+    const pf__config *c = &m->config;
+    for (int t = 0; given && t < length; t++) {
+        if (given[t] != 0 && given[t] != 1)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, token %d: global attention %d is not 0 or 1", b, t,
+                            (int)given[t]);
+        out[t] = given[t];
+    }
+    if (given || pf__archs[c->arch].kind != PF__KIND_ENCODER) return PF_OK; /* LED's heads take none by default */
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) out[0] = 1;
+    if (c->head != PF_HEAD_QUESTION_ANSWERING && c->head != PF_HEAD_MULTIPLE_CHOICE) return PF_OK;
+    int separators = 0, first = -1;
+    for (int t = 0; t < length; t++)
+        if (ids[t] == c->sep_token_id) {
+            if (first < 0) first = t;
+            separators++;
+        }
+    if (separators != 3)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d holds %d separators (sep_token_id %d), not 3: Longformer's %s "
+                        "head finds its global tokens by them (pf_encode_global takes them given)", b, separators,
+                        c->sep_token_id, pf__head_name(c->head));
+    for (int t = 0; t < length; t++) out[t] = c->head == PF_HEAD_QUESTION_ANSWERING ? t < first : t > first + 1;
+    return PF_OK;
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
-   alone), and its outputs compacted into e; boxes: pf_encode_layout's (NULL: all zero). */
+   alone), and its outputs compacted into e; boxes: pf_encode_layout's (NULL: all zero); global:
+   pf_encode_global's (NULL, or a row's NULL: the head's default). */
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out) {
+                                   const int32_t *const *boxes, const int32_t *const *global, const int *lengths, int batch,
+                                   pf_encoding **out) {
     const pf__config *c = &m->config;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
@@ -31436,6 +31590,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
     int32_t *box_rows = has_boxes ? (int32_t *)calloc(PF__BOX_LOOKUPS * N, sizeof(int32_t)) : NULL; /* none given: rows 0 */
+    int32_t *global_tokens = c->local_attention ? (int32_t *)calloc(N, sizeof(int32_t)) : NULL;
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
@@ -31446,8 +31601,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int pools = c->pool_eos_id >= 0 || c->pool_first_token || pf__choice_pools_last(c) ||
                 ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
-    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || !hidden || (num_logits && !logits) || !e ||
-               !e->offsets || (pools && !pool_at)))
+    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (c->local_attention && !global_tokens) ||
+               !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
@@ -31464,12 +31619,17 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
         if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
+        if (global_tokens)
+            r = pf__global_tokens(m, global ? global[b] : NULL, ids[b], b, lengths[b], global_tokens + (size_t)b * T + pads[b]);
     }
+    int any_global = 0; /* none: the layers' global pass is skipped */
+    for (size_t i = 0; global_tokens && i < N; i++) any_global |= global_tokens[i];
     if (!r) {
         pf__rope_reset(m);
         pf__job job = {.step = {.ids = padded,
                                 .type_ids = padded_types,
                                 .box_rows = box_rows,
+                                .global_tokens = any_global ? global_tokens : NULL,
                                 .batch = batch,
                                 .seq_len = T,
                                 .pad = pads,
@@ -31508,7 +31668,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(box_rows), free(hidden), free(logits), free(pool_at);
+    free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(hidden), free(logits);
+    free(pool_at);
     return r;
 }
 
@@ -31991,7 +32152,7 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     pf_result r = pf__request_lock(m, "pf_encode");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[0] ? m->towers[0] : m; /* a dual model's text tower */
-    r = pf__encode_locked(tower, ids, token_type_ids, NULL, lengths, batch, out);
+    r = pf__encode_locked(tower, ids, token_type_ids, NULL, NULL, lengths, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
     pf__request_unlock(m);
     return r;
@@ -32006,7 +32167,20 @@ pf_result pf_encode_layout(pf_model *m, const int32_t *const *ids, const int32_t
         r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no 2-D position embeddings: pf_encode runs it",
                      m->config.model_type);
     else
-        r = pf__encode_locked(m, ids, token_type_ids, boxes, lengths, batch, out);
+        r = pf__encode_locked(m, ids, token_type_ids, boxes, NULL, lengths, batch, out);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_global(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                           const int32_t *const *global_attention, const int *lengths, int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_encode_global");
+    if (r) return r;
+    if (!m->config.local_attention)
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no global attention: pf_encode runs it", m->config.model_type);
+    else
+        r = pf__encode_locked(m, ids, token_type_ids, NULL, global_attention, lengths, batch, out);
     pf__request_unlock(m);
     return r;
 }
@@ -32022,7 +32196,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
         r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
-                   : pf__encode_locked(tower, ids + first, NULL, NULL, lengths + first, n, &e);
+                   : pf__encode_locked(tower, ids + first, NULL, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
             float sum = 0, *row = out + (size_t)(first + b) * dim;
@@ -32124,7 +32298,7 @@ static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const 
     for (int first = 0; first < batch && !r; first += m->group->max_batch) {
         int n = batch - first < m->group->max_batch ? batch - first : m->group->max_batch;
         pf_encoding *e = NULL;
-        r = pf__encode_locked(m, ids + first, NULL, NULL, lengths + first, n, &e);
+        r = pf__encode_locked(m, ids + first, NULL, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) {
             float *row = out + (size_t)(first + b) * d;
             pf__pool(e->last_hidden_state + (size_t)e->offsets[b] * d, (size_t)lengths[first + b], d, pooling, row);

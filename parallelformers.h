@@ -630,6 +630,22 @@ void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
 pf_result pf_encode_layout(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
                            const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out);
 
+/* A model with Longformer's attention (model_type "longformer"; "led", whose encoder has it, gives
+   its encoder's output as pf_encode does): pf_encode with the tokens that have global attention.
+   global_attention[b] holds lengths[b] values, 1 for a token with global attention (it attends to
+   every token through its own projections, and every token attends to it), 0 for one with local
+   attention only (the tokens within attention_window / 2 of it); global_attention NULL, or
+   global_attention[b] NULL, for the head's default as transformers' Longformer heads compute it
+   without a mask (and as pf_encode runs such a model): the first token for sequence classification,
+   the tokens before the first sep_token_id for question answering, the tokens after the first two
+   for multiple choice (both need exactly 3 separators a row), none otherwise (and none for LED,
+   whose generation takes none: pf_generate's encoder pass runs without global tokens). Results: as
+   pf_encode's; PF_ERROR_INVALID_ARGUMENT also for a value other than 0 or 1 (the row and token
+   named) or a row without the 3 separators a default needs, PF_ERROR_UNSUPPORTED for a model
+   without global attention. Threads: as pf_encode. */
+pf_result pf_encode_global(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                           const int32_t *const *global_attention, const int *lengths, int batch, pf_encoding **out);
+
 /* An image encoder (ViT, DeiT): images already preprocessed as the model's image processor does
    (resized, rescaled, normalised), pixels [batch][num_channels][image_size][image_size] floats
    (pf_model_info's image fields give the sizes), num_pixel_values of them: exactly batch x

@@ -3,7 +3,7 @@
    (bart-large-mnli, DeBERTa MNLI checkpoints), on N ranks.
 
    build/classify MODEL_DIR [--gpus N] [--device cpu|cuda|auto] [--pair TEXT2] [--top K]
-                  [--function softmax|sigmoid|none] TEXT
+                  [--function softmax|sigmoid|none] [--global-tokens I,J,...] TEXT
    build/classify MODEL_DIR [...] --labels A,B,C [--template "This example is {}."] [--multi-label] TEXT
 
    Prints "score label" lines, best first. Plain classification scores the model's labels (their
@@ -11,8 +11,10 @@
    pipeline does by default; --function overrides it (multi-label checkpoints want sigmoid).
    Zero-shot pairs the text with the template filled with each candidate label, as transformers'
    zero-shot-classification pipeline does: the labels' entailment logits through one softmax, or
-   with --multi-label each label's entailment against contradiction alone. Errors go to stderr
-   (exit 1; 2 for the command line). */
+   with --multi-label each label's entailment against contradiction alone. A Longformer puts global
+   attention on the first token, as transformers' classifier does without a mask; --global-tokens
+   gives it to the tokens at those positions of each input (special tokens counted) instead
+   (pf_encode_global). Errors go to stderr (exit 1; 2 for the command line). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 #include "../parallelformers.h"
 
 #define MAX_LABELS 4096 /* labels a head has, or candidates a zero-shot run takes */
+#define MAX_GLOBAL 256  /* --global-tokens' positions */
 
 typedef enum { FUNCTION_DEFAULT, FUNCTION_SOFTMAX, FUNCTION_SIGMOID, FUNCTION_NONE } score_function;
 
@@ -36,6 +39,8 @@ static int usage(FILE *out) {
             "  --labels A,B,C      zero-shot: the candidate labels, with an NLI model\n"
             "  --template T        zero-shot: the hypothesis, {} standing for the label (default \"This example is {}.\")\n"
             "  --multi-label       zero-shot: score each label alone (entailment against contradiction)\n"
+            "  --global-tokens L   a Longformer's global attention on the tokens at these positions (comma-separated,\n"
+            "                      0 the first, special tokens counted) instead of the first token alone\n"
             "  --help              this text\n");
     return out == stdout ? 0 : 2;
 }
@@ -82,22 +87,41 @@ static char *hypothesis(const char *template, const char *label) {
     return out;
 }
 
+/* A Longformer's global tokens of a row of `length` tokens: 1 at the positions given, 0 elsewhere
+   (mask: malloc'd); -1 when a position is beyond the row. */
+static int global_mask(const int *positions, int num_positions, int length, int32_t **mask) {
+    if (!(*mask = (int32_t *)calloc((size_t)length, sizeof(int32_t)))) return -1;
+    for (int k = 0; k < num_positions; k++) {
+        if (positions[k] >= length) {
+            fprintf(stderr, "classify: --global-tokens position %d is beyond the input's %d tokens\n", positions[k], length);
+            return -1;
+        }
+        (*mask)[positions[k]] = 1;
+    }
+    return 0;
+}
+
 /* Logits of the sequence-classification head for `count` (text, pairs[i]) rows (pairs NULL: the
-   text alone), max_batch at a time, into logits [count][num_labels]. */
+   text alone), max_batch at a time, into logits [count][num_labels]; global: --global-tokens'
+   positions (NULL: pf_encode, the head's default). */
 static pf_result classify_rows(pf_model *model, const char *text, char *const *pairs, int count, int max_batch,
-                               float *logits) {
+                               const int *global, int num_global, float *logits) {
     pf_model_info info = pf_get_info(model);
     pf_result r = PF_OK;
     for (int first = 0; first < count && !r; first += max_batch) {
         int n = count - first < max_batch ? count - first : max_batch;
-        int32_t *rows[MAX_LABELS] = {0};
+        int32_t *rows[MAX_LABELS] = {0}, *masks[MAX_LABELS] = {0};
         int lengths[MAX_LABELS];
         for (int i = 0; i < n && !r; i++) r = tokenize(model, text, pairs ? pairs[first + i] : NULL, info.max_positions, &rows[i], &lengths[i]);
+        for (int i = 0; i < n && !r && global; i++)
+            if (global_mask(global, num_global, lengths[i], &masks[i])) r = PF_ERROR_INVALID_ARGUMENT;
         pf_encoding *e = NULL;
-        if (!r) r = pf_encode(model, (const int32_t *const *)rows, NULL, lengths, n, &e);
+        if (!r)
+            r = global ? pf_encode_global(model, (const int32_t *const *)rows, NULL, (const int32_t *const *)masks, lengths, n, &e)
+                       : pf_encode(model, (const int32_t *const *)rows, NULL, lengths, n, &e);
         if (!r) memcpy(logits + (size_t)first * info.num_labels, e->logits, (size_t)n * info.num_labels * sizeof(float));
         pf_encoding_free(e);
-        for (int i = 0; i < n; i++) free(rows[i]);
+        for (int i = 0; i < n; i++) free(rows[i]), free(masks[i]);
     }
     return r;
 }
@@ -126,7 +150,7 @@ static void print_best(const float *scores, const char *const *names, int n, int
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *text = NULL, *pair = NULL, *labels = NULL, *template = "This example is {}.";
-    int ranks = 0 /* every device */, top = MAX_LABELS, multi_label = 0;
+    int ranks = 0 /* every device */, top = MAX_LABELS, multi_label = 0, global[MAX_GLOBAL], num_global = -1;
     score_function function = FUNCTION_DEFAULT;
     pf_parallel_options po = pf_parallel_options_init();
     for (int i = 1; i < argc; i++) {
@@ -138,6 +162,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--labels") && v) labels = argv[++i];
         else if (!strcmp(a, "--template") && v) template = argv[++i];
         else if (!strcmp(a, "--multi-label")) multi_label = 1;
+        else if (!strcmp(a, "--global-tokens") && v) {
+            num_global = 0;
+            for (const char *p = argv[++i]; *p && num_global >= 0;) {
+                char *end;
+                long at = strtol(p, &end, 10);
+                if (end == p || at < 0 || at > 1000000000 || num_global == MAX_GLOBAL || (*end && *end != ',')) {
+                    num_global = -2; /* not a list of positions */
+                    break;
+                }
+                global[num_global++] = (int)at;
+                p = *end ? end + 1 : end;
+            }
+            if (num_global < 0) return usage(stderr);
+        }
         else if (!strcmp(a, "--function") && v) {
             function = !strcmp(v, "softmax") ? FUNCTION_SOFTMAX : !strcmp(v, "sigmoid") ? FUNCTION_SIGMOID
                        : !strcmp(v, "none") ? FUNCTION_NONE : FUNCTION_DEFAULT;
@@ -187,7 +225,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "classify: out of memory\n");
         } else if ((r = pf_parallelize(model, ranks, &po)) ||
                    (r = classify_rows(model, text, labels ? pairs : NULL, rows, po.max_batch,
-                                      logits))) {
+                                      num_global >= 0 ? global : NULL, num_global, logits))) {
             status = fail(model, r);
         } else if (labels) {
             float scores[MAX_LABELS];

@@ -12,6 +12,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_SHARED_IN_BIAS, {PF__SLOT_SHARED_GATE_UP_BIAS, PF__SLOT_SHARED_GATE_BIAS, PF__SLOT_SHARED_UP_BIAS}, 3},
     {PF__SLOT_POS_QK_WEIGHT, {PF__SLOT_POS_Q_WEIGHT, PF__SLOT_POS_K_WEIGHT}, 2},
     {PF__SLOT_POS_QK_BIAS, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS}, 2},
+    {PF__SLOT_QKV_GLOBAL_WEIGHT, {PF__SLOT_Q_GLOBAL_WEIGHT, PF__SLOT_K_GLOBAL_WEIGHT, PF__SLOT_V_GLOBAL_WEIGHT}, 3},
+    {PF__SLOT_QKV_GLOBAL_BIAS, {PF__SLOT_Q_GLOBAL_BIAS, PF__SLOT_K_GLOBAL_BIAS, PF__SLOT_V_GLOBAL_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -761,10 +763,11 @@ static pf_result pf__config_layer_sparse(const pf__json *json, pf__config *c, co
 static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, const char *path, char *message,
                                           size_t size) {
     if (!c->use_sliding_window) c->sliding_window = 0;
-    c->layer_window = (int *)calloc(3 * (size_t)c->num_layers, sizeof(int));
+    c->layer_window = (int *)calloc(4 * (size_t)c->num_layers, sizeof(int));
     if (!c->layer_window) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     c->layer_local = c->layer_window + c->num_layers;
     c->layer_chunk = c->layer_local + c->num_layers;
+    c->layer_local_window = c->layer_chunk + c->num_layers;
     const pf__json *types = NULL;
     const char *key = NULL;
     int needed = 0;
@@ -824,6 +827,29 @@ static pf_result pf__config_layer_windows(const pf__json *json, pf__config *c, c
     if (l != c->num_layers)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" gives %d layers, the model has %d", path,
                           key, l, c->num_layers);
+    return PF_OK;
+}
+
+/* Longformer's attention_window: one even window for every layer, or a list of one a layer (LED:
+   an encoder layer) (transformers asserts both, and that each is above 0); absent, LongformerConfig's
+   and LEDConfig's 512. Each layer keeps its one-sided width, attention_window / 2. */
+static pf_result pf__config_local_windows(const pf__json *json, pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    int layers = pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ ? c->encoder_layers : c->num_layers; /* LED's encoder's */
+    const pf__json *windows = pf__json_get(json, "attention_window");
+    if (windows && windows->type == PF__JSON_ARRAY && windows->count != (size_t)layers)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"attention_window\" lists %zu windows, the model has %d "
+                          "%slayers", path, windows->count, layers, layers == c->num_layers ? "" : "encoder ");
+    const pf__json *v = windows && windows->type == PF__JSON_ARRAY ? windows->first : windows;
+    for (int l = 0; l < layers; l++) {
+        double window = 512; /* absent */
+        if (windows) window = v && v->type == PF__JSON_NUMBER ? v->number : -1; /* -1: refused below */
+        if (!(window >= 2 && window <= 1e9) || window != floor(window) || fmod(window, 2) != 0)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"attention_window\" of layer %d is not an even "
+                              "number above 0", path, l);
+        c->layer_local_window[l] = (int)(window / 2);
+        if (windows && windows->type == PF__JSON_ARRAY) v = v->next;
+    }
     return PF_OK;
 }
 
@@ -1791,6 +1817,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     if (!r) r = pf__config_stray_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_rope(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_windows(json, cfg, path, message, size);
+    if (!r && cfg->local_attention && cfg->layer_window) r = pf__config_local_windows(json, cfg, path, message, size);
     if (!r && cfg->num_layers > 0 && cfg->num_layers <= 100000) r = pf__config_layer_sparse(json, cfg, path, message, size);
     if (!r && cfg->rope_windowed_only && cfg->layer_window && !cfg->layer_rope) { /* the global layers are NoPE ones */
         cfg->layer_rope = (int *)calloc((size_t)cfg->num_layers, sizeof(int));

@@ -3404,9 +3404,17 @@ static void pf__cpu_kv_append(pf__rank *r, void *k_cache, void *v_cache, float *
     }
 }
 
-/* The keys query `pos` of row b may see, first..last (first > last: none, a pad's own query). */
-static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t pad, size_t pos, size_t *first,
-                             size_t *last) {
+/* Whether Longformer's local attention (a->local_window) lets query `pos` see key `key`: within the
+   window, or a global token (global_row: the row's flags). */
+static inline int pf__local_key_seen(const pf__attn_shape *a, size_t pos, size_t key, const int32_t *global_row) {
+    return (key > pos ? key - pos : pos - key) <= (size_t)a->local_window || (global_row && global_row[key]);
+}
+
+/* The keys query `pos` of row b may see, first..last (first > last: none, a pad's own query);
+   global_span: the first and last of the row's global tokens under Longformer's local attention
+   (the keys between them outside the window are masked by the softmax), or NULL. */
+static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t pad, size_t pos,
+                             const size_t *global_span, size_t *first, size_t *last) {
     *last = a->mask == PF__MASK_CAUSAL ? pos
             : a->mask == PF__MASK_CROSS ? (size_t)a->cache_len - 1 : (size_t)s->past + (size_t)s->seq_len - 1;
     *first = pad; /* left pads are never keys */
@@ -3415,6 +3423,12 @@ static void pf__attend_range(const pf__step *s, const pf__attn_shape *a, size_t 
     if (a->chunk > 0 && pos >= pad) { /* the query's chunk, counted from the sequence's first token */
         size_t chunk_first = pad + (pos - pad) / (size_t)a->chunk * (size_t)a->chunk;
         if (chunk_first > *first) *first = chunk_first;
+    }
+    if (a->local_window > 0) { /* Longformer: the window, widened to reach the row's global tokens */
+        size_t w = (size_t)a->local_window, lo = pos > *first + w ? pos - w : *first, hi = pos + w < *last ? pos + w : *last;
+        if (global_span && global_span[0] < lo) lo = global_span[0];
+        if (global_span && global_span[1] > hi) hi = global_span[1];
+        *first = lo, *last = hi;
     }
 }
 
@@ -3432,9 +3446,10 @@ static const float *pf__dense_bias_row(const pf__attn_shape *a, const pf__step *
 }
 
 /* One query's scores p[0..count) of keys first.. into probabilities, for head h; dense: its dense
-   bias row over the step's keys, or NULL. */
+   bias row over the step's keys, or NULL; global_row: the row's global tokens under Longformer's
+   local attention, whose keys outside the window get probability 0 (NULL: the range is the window). */
 static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t count, size_t first, size_t pos,
-                               size_t pad, int h, const pf__attn_shape *a, const float *dense) {
+                               size_t pad, int h, const pf__attn_shape *a, const float *dense, const int32_t *global_row) {
     float slope = a->alibi ? a->alibi[h] : 0.0f, scale = a->scale;
     const float *rel = a->rel_bias ? a->rel_bias + (size_t)h * a->rel_rows : NULL;
     if (a->softcap > 0) { /* Gemma 2: tanh(s / cap) * cap of the scaled score, then the rest */
@@ -3455,6 +3470,9 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
         for (size_t j = 0; j < count; j++) p[j] = p[j] * scale; /* the same value as above: slope 0 adds +0 */
     }
     if (dense) for (size_t j = 0; j < count; j++) p[j] += dense[first + j]; /* keys of this step (past 0) */
+    int local = a->local_window > 0 && global_row;
+    for (size_t j = 0; local && j < count; j++)
+        if (!pf__local_key_seen(a, pos, first + j, global_row)) p[j] = -INFINITY; /* out of every maximum */
     float maxima[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
     size_t j = 0;
     for (; j + 8 <= count; j += 8) /* eight independent maxima: one chain of them waited on each other */
@@ -3465,6 +3483,8 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     float sink = a->sinks ? ((const float *)a->sinks->data)[h] : -INFINITY; /* a term without a value */
     if (sink > max) max = sink;
     kernels->exp_shifted(p, count, max);
+    for (size_t k = 0; local && k < count; k++) /* exactly 0, as transformers' finfo.min gives (the exp clamps) */
+        if (!pf__local_key_seen(a, pos, first + k, global_row)) p[k] = 0.0f;
     /* independent sums (sum_shifted's sixteen chains) and one division: a chain of dependent
        double adds and a double division per key were a quarter of a long prompt's attention */
     double inverse = 1.0 / (kernels->sum_shifted(p, count, 0.0, 0) + (a->sinks ? (double)expf(sink - max) : 0.0));
@@ -3498,7 +3518,7 @@ static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, fl
     size_t hd = (size_t)a->head_dim, kv_width = (size_t)a->kv_heads * hd, ld = (size_t)a->cache_len, first, last;
     pf__cpu_rank *cpu = pf__cpu(r);
     size_t esize = pf__dtype_size(a->cache_dtype), *kv = cpu->head_slices;
-    pf__attend_range(s, a, pad, (size_t)s->past, &first, &last);
+    pf__attend_range(s, a, pad, (size_t)s->past, NULL, &first, &last);
     if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
         memset(out, 0, (size_t)a->heads * hd * sizeof(float));
         return;
@@ -3509,7 +3529,7 @@ static void pf__attend_one_query(pf__rank *r, const pf__cpu_kernels *kernels, fl
     kernels->row_scores(cpu->scores, ld, q, hs, kc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
     for (int h = 0; h < a->heads; h++)
         pf__attend_softmax(kernels, cpu->scores + (size_t)h * ld, count, first, (size_t)s->past, pad, h, a,
-                           pf__dense_bias_row(a, s, b, 0, h));
+                           pf__dense_bias_row(a, s, b, 0, h), NULL);
     kernels->row_weighted_sums(out, cpu->scores, ld, hs, vc + first * kv_width * esize, a->cache_dtype, kv_width, count, hd);
 }
 
@@ -3566,6 +3586,22 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
         const char *kc = (const char *)k_cache + cache_row * a->cache_len * kv_width * esize;
         const char *vc = (const char *)v_cache + cache_row * a->cache_len * kv_width * esize;
         size_t pad = s->pad ? (size_t)s->pad[b] : 0, lo_all = SIZE_MAX, hi_all = 0;
+        const int32_t *global_row = s->global_tokens ? s->global_tokens + (size_t)b * T : NULL;
+        if (a->global_queries) { /* Longformer's global tokens' rows alone, each over every key */
+            for (size_t t = 0; global_row && t < T; t++)
+                if (global_row[t])
+                    pf__attend_one_query(r, kernels, out + ((size_t)b * T + t) * q_width, qkv + ((size_t)b * T + t) * row_width,
+                                         kc, vc, s, a, (size_t)b, pad);
+            continue;
+        }
+        size_t global_span[2] = {SIZE_MAX, 0}; /* the row's global tokens under local attention */
+        for (size_t t = 0; a->local_window > 0 && global_row && t < T; t++)
+            if (global_row[t]) {
+                if (t < global_span[0]) global_span[0] = t;
+                global_span[1] = t;
+            }
+        const size_t *span = global_span[0] <= global_span[1] ? global_span : NULL;
+        if (!span) global_row = NULL; /* the window alone */
         if (T == 1) {
             pf__attend_one_query(r, kernels, out + (size_t)b * q_width, qkv + (size_t)b * row_width, kc, vc, s, a, (size_t)b,
                                  pad);
@@ -3573,7 +3609,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
         }
         for (size_t t = 0; t < T; t++) { /* the keys any query of the row sees */
             size_t first, last;
-            pf__attend_range(s, a, pad, (size_t)s->past + t, &first, &last);
+            pf__attend_range(s, a, pad, (size_t)s->past + t, span, &first, &last);
             if (first <= last && first < lo_all) lo_all = first;
             if (first <= last && last > hi_all) hi_all = last;
         }
@@ -3607,7 +3643,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                 size_t first[PF__QUERY_BLOCK], last[PF__QUERY_BLOCK], lo = SIZE_MAX, hi = 0;
                 const float *q[PF__QUERY_BLOCK];
                 for (int i = 0; i < nq; i++) {
-                    pf__attend_range(s, a, pad, (size_t)s->past + t0 + (size_t)i, &first[i], &last[i]);
+                    pf__attend_range(s, a, pad, (size_t)s->past + t0 + (size_t)i, span, &first[i], &last[i]);
                     q[i] = qkv + ((size_t)b * T + t0 + (size_t)i) * row_width + (size_t)h * hd;
                     if (first[i] > last[i]) continue; /* a pad's own query: its weights are all 0 below */
                     if (first[i] < lo) lo = first[i];
@@ -3624,7 +3660,7 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
                     }
                     pf__attend_softmax(kernels, row + (first[i] - lo), last[i] + 1 - first[i], first[i],
                                        (size_t)s->past + t0 + (size_t)i, pad, h, a,
-                                       pf__dense_bias_row(a, s, (size_t)b, t0 + (size_t)i, h));
+                                       pf__dense_bias_row(a, s, (size_t)b, t0 + (size_t)i, h), global_row);
                     memset(row, 0, (first[i] - lo) * sizeof(float));
                     memset(row + (last[i] + 1 - lo), 0, (hi - last[i]) * sizeof(float));
                 }
@@ -3808,7 +3844,7 @@ static void pf__cpu_latent_attend(pf__rank *r, float *out, float *q, const void 
         for (size_t t = 0; t < T; t++) {
             size_t first, last, pos = (size_t)s->past + t;
             float *q_row = q + ((size_t)b * T + t) * (size_t)a->heads * hd, *o_row = out + ((size_t)b * T + t) * (size_t)a->heads * vd;
-            pf__attend_range(s, a, pad, pos, &first, &last);
+            pf__attend_range(s, a, pad, pos, NULL, &first, &last);
             if (first > last) { /* a pad's own query: nothing to see, and nobody reads it */
                 memset(o_row, 0, (size_t)a->heads * vd * sizeof(float));
                 continue;
@@ -3834,7 +3870,7 @@ static void pf__cpu_latent_attend(pf__rank *r, float *out, float *q, const void 
                     for (size_t d = 0; d < rope; d++) score += (double)qh[nope + d] * key[rank + d];
                     p[j] = (float)score;
                 }
-                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a, NULL); /* latent attention has no dense bias */
+                pf__attend_softmax(kernels, p, count, first, pos, pad, h, a, NULL, NULL); /* latent attention has no dense bias */
                 memset(o_lat, 0, rank * sizeof(float));
                 for (size_t j = 0; j < count; j++) {
                     const char *at = rows + (first + j) * width * esize;

@@ -78,6 +78,11 @@ typedef struct pf_cuda_attention_args {
     int window;                         /* keys within this distance of the query (sliding window); 0: all */
     int chunk;                          /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk */
     int mask;                           /* 0: bidirectional (encoders), 1: causal, 2: cross-attention */
+    int local_window;                   /* > 0 (mask 0): Longformer's local attention, the keys j with
+                                           |pos - j| <= local_window and the global tokens (global) */
+    int global_queries;                 /* 1 (mask 0): only the global tokens' queries, over every key; the
+                                           other rows of out are left as they are */
+    const int32_t *global;              /* [batch * T]: 1 for a token with global attention; NULL: none */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */

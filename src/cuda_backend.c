@@ -112,6 +112,7 @@ typedef struct pf__cuda_rank_state {
     int *cache_rows, *cache_rows_host, cache_rows_count; /* the step's KV cache rows (pf__step.cache_rows) */
     int32_t *type_ids;        /* [max_tokens]: the step's segment ids, staged by prepare */
     const int32_t *type_ids_from; /* the host array they were staged from this step, or NULL */
+    int32_t *global_tokens;   /* [max_tokens]: the step's Longformer global tokens, staged by prepare */
     int *src;                 /* [2 max_batch]: a beam reorder's rows that change, then their old rows, on the device */
     int *src_host;            /* [2 max_batch], malloc'd: what src holds (or is queued to) */
     int src_count;            /* entries of src_host queued to src */
@@ -265,6 +266,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
     if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data)
         rs->type_ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
+    if (g->model->config.local_attention) rs->global_tokens = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
     if (!rs->cache_rows_host) pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
     if (g->model->config.num_layers > g->model->config.encoder_layers && g->model->config.encoder_layers) {
@@ -845,6 +847,13 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
     if (s->ids && rs->type_ids && tokens <= r->group->max_tokens &&
         pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->type_ids, types, tokens * sizeof(int32_t))))
         rs->type_ids_from = types;
+    if (s->global_tokens && (!rs->global_tokens || tokens > r->group->max_tokens)) {
+        pf__rank_fail(r, PF_ERROR_DEVICE, "global attention without its device buffer");
+        pf__cuda_break(r->group);
+        return;
+    }
+    if (s->global_tokens) /* an encoder's request: no graph captures it */
+        pf__cuda_ok(r, pf_cuda_upload_async(rs->cu, rs->global_tokens, s->global_tokens, tokens * sizeof(int32_t)));
     /* every rank: add_positions and rotary read pads and frequencies on a rank without heads too */
     size_t tables = pf__rope_floats(&r->group->model->config);
     if (tables && s->inv_freq && rs->inv_freq) pf__cuda_stage_inv_freq(r, rs, s, tables);
@@ -963,6 +972,8 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .head_begin = a->head_begin, .kv_begin = a->kv_begin, .kv_group = a->kv_group,
         .cache_len = a->cache_len, .window = a->window, .chunk = a->chunk,
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
+        .local_window = a->local_window, .global_queries = a->global_queries,
+        .global = s->global_tokens && (a->local_window > 0 || a->global_queries) ? rs->global_tokens : NULL,
         .scale = a->scale,
         .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,

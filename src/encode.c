@@ -96,7 +96,8 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
 PF_PRIVATE void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out);
+                                   const int32_t *const *boxes, const int32_t *const *global, const int *lengths, int batch,
+                                   pf_encoding **out);
 
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
@@ -124,7 +125,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
             rows[b] = ids + (size_t)b * seq_len;
             lengths[b] = seq_len;
         }
-        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, lengths, batch, &e);
+        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, NULL, lengths, batch, &e);
         if (!r) memcpy(logits, e->logits, (size_t)batch * seq_len * m->config.vocab_size * sizeof(float));
         pf_encoding_free(e);
         free(rows), free(lengths);
@@ -302,11 +303,43 @@ static void pf__box_rows(int32_t *rows, size_t N, size_t first, const int32_t *b
     }
 }
 
+/* Row b's Longformer global attention into out[length]: the caller's mask (given: 0 or 1 a token),
+   or without one the head's default as transformers' Longformer heads compute it: the first token
+   (sequence classification), the question before the first separator (question answering) or the
+   tokens after the first two (multiple choice; both need exactly 3 separators a row), none else. */
+static pf_result pf__global_tokens(pf_model *m, const int32_t *given, const int32_t *ids, int b, int length,
+                                   int32_t *out) {
+    const pf__config *c = &m->config;
+    for (int t = 0; given && t < length; t++) {
+        if (given[t] != 0 && given[t] != 1)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, token %d: global attention %d is not 0 or 1", b, t,
+                            (int)given[t]);
+        out[t] = given[t];
+    }
+    if (given || pf__archs[c->arch].kind != PF__KIND_ENCODER) return PF_OK; /* LED's heads take none by default */
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) out[0] = 1;
+    if (c->head != PF_HEAD_QUESTION_ANSWERING && c->head != PF_HEAD_MULTIPLE_CHOICE) return PF_OK;
+    int separators = 0, first = -1;
+    for (int t = 0; t < length; t++)
+        if (ids[t] == c->sep_token_id) {
+            if (first < 0) first = t;
+            separators++;
+        }
+    if (separators != 3)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d holds %d separators (sep_token_id %d), not 3: Longformer's %s "
+                        "head finds its global tokens by them (pf_encode_global takes them given)", b, separators,
+                        c->sep_token_id, pf__head_name(c->head));
+    for (int t = 0; t < length; t++) out[t] = c->head == PF_HEAD_QUESTION_ANSWERING ? t < first : t > first + 1;
+    return PF_OK;
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
-   alone), and its outputs compacted into e; boxes: pf_encode_layout's (NULL: all zero). */
+   alone), and its outputs compacted into e; boxes: pf_encode_layout's (NULL: all zero); global:
+   pf_encode_global's (NULL, or a row's NULL: the head's default). */
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out) {
+                                   const int32_t *const *boxes, const int32_t *const *global, const int *lengths, int batch,
+                                   pf_encoding **out) {
     const pf__config *c = &m->config;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
@@ -353,6 +386,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
     int32_t *box_rows = has_boxes ? (int32_t *)calloc(PF__BOX_LOOKUPS * N, sizeof(int32_t)) : NULL; /* none given: rows 0 */
+    int32_t *global_tokens = c->local_attention ? (int32_t *)calloc(N, sizeof(int32_t)) : NULL;
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
@@ -363,8 +397,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int pools = c->pool_eos_id >= 0 || c->pool_first_token || pf__choice_pools_last(c) ||
                 ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
-    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || !hidden || (num_logits && !logits) || !e ||
-               !e->offsets || (pools && !pool_at)))
+    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (c->local_attention && !global_tokens) ||
+               !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
@@ -381,12 +415,17 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
         if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
+        if (global_tokens)
+            r = pf__global_tokens(m, global ? global[b] : NULL, ids[b], b, lengths[b], global_tokens + (size_t)b * T + pads[b]);
     }
+    int any_global = 0; /* none: the layers' global pass is skipped */
+    for (size_t i = 0; global_tokens && i < N; i++) any_global |= global_tokens[i];
     if (!r) {
         pf__rope_reset(m);
         pf__job job = {.step = {.ids = padded,
                                 .type_ids = padded_types,
                                 .box_rows = box_rows,
+                                .global_tokens = any_global ? global_tokens : NULL,
                                 .batch = batch,
                                 .seq_len = T,
                                 .pad = pads,
@@ -425,7 +464,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(box_rows), free(hidden), free(logits), free(pool_at);
+    free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(hidden), free(logits);
+    free(pool_at);
     return r;
 }
 
@@ -908,7 +948,7 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     pf_result r = pf__request_lock(m, "pf_encode");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[0] ? m->towers[0] : m; /* a dual model's text tower */
-    r = pf__encode_locked(tower, ids, token_type_ids, NULL, lengths, batch, out);
+    r = pf__encode_locked(tower, ids, token_type_ids, NULL, NULL, lengths, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
     pf__request_unlock(m);
     return r;
@@ -923,7 +963,20 @@ pf_result pf_encode_layout(pf_model *m, const int32_t *const *ids, const int32_t
         r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no 2-D position embeddings: pf_encode runs it",
                      m->config.model_type);
     else
-        r = pf__encode_locked(m, ids, token_type_ids, boxes, lengths, batch, out);
+        r = pf__encode_locked(m, ids, token_type_ids, boxes, NULL, lengths, batch, out);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_global(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                           const int32_t *const *global_attention, const int *lengths, int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_encode_global");
+    if (r) return r;
+    if (!m->config.local_attention)
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no global attention: pf_encode runs it", m->config.model_type);
+    else
+        r = pf__encode_locked(m, ids, token_type_ids, NULL, global_attention, lengths, batch, out);
     pf__request_unlock(m);
     return r;
 }
@@ -939,7 +992,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
         r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
-                   : pf__encode_locked(tower, ids + first, NULL, NULL, lengths + first, n, &e);
+                   : pf__encode_locked(tower, ids + first, NULL, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
             float sum = 0, *row = out + (size_t)(first + b) * dim;
@@ -1041,7 +1094,7 @@ static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const 
     for (int first = 0; first < batch && !r; first += m->group->max_batch) {
         int n = batch - first < m->group->max_batch ? batch - first : m->group->max_batch;
         pf_encoding *e = NULL;
-        r = pf__encode_locked(m, ids + first, NULL, NULL, lengths + first, n, &e);
+        r = pf__encode_locked(m, ids + first, NULL, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) {
             float *row = out + (size_t)(first + b) * d;
             pf__pool(e->last_hidden_state + (size_t)e->offsets[b] * d, (size_t)lengths[first + b], d, pooling, row);

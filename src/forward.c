@@ -247,6 +247,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     shape.cache_len = s->cross_len;
     shape.window = 0;
     shape.chunk = 0;
+    shape.local_window = 0;
     shape.sinks = NULL;
     shape.alibi = NULL;
     shape.rel_bias = NULL;
@@ -453,6 +454,16 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
     shape->qkv_bias = NULL;
     be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, shape);
+    /* Longformer: the global tokens' rows of attn again, softmax(q_g k_g^T * scale) v_g over every
+       key, q_g, k_g, v_g = h Wqkv_global_r^T + b (their keys and values replace the layer's cache) */
+    if (c->local_attention && s->global_tokens && shape->mask == PF__MASK_BIDIRECTIONAL) { /* LED: its encoder's */
+        pf__attn_shape global = *shape;
+        global.local_window = 0;
+        global.global_queries = 1;
+        be->matmul(r, r->qkv, in, &L[PF__SLOT_QKV_GLOBAL_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_GLOBAL_BIAS]), N);
+        be->kv_append(r, k_cache, v_cache, r->qkv, s, &global);
+        be->attend(r, r->attn, r->qkv, k_cache, v_cache, s, &global);
+    }
 }
 
 /* Multi-head latent attention (DeepSeek V2/V3) on the block's input h, into attn (the rank's heads,
@@ -501,6 +512,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     if (c->scale_attn_by_inverse_layer_idx) shape->scale /= (float)(l + 1);
     shape->window = c->layer_window[l];
     shape->chunk = c->layer_chunk[l];
+    shape->local_window = c->local_attention && t->mask == PF__MASK_BIDIRECTIONAL ? c->layer_local_window[l] : 0;
     shape->sinks = PF__OR_NULL(L[PF__SLOT_ATTN_SINKS]);
     shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);

@@ -456,6 +456,14 @@ typedef enum {
     PF__SLOT_POS_Q_BIAS,       /* [Q] */
     PF__SLOT_POS_K_WEIGHT,     /* [KV, hidden]: for the c2p term, in place of the key weight */
     PF__SLOT_POS_K_BIAS,       /* [KV] (zeros where the query's has one and it has none: v1) */
+    /* Longformer's projections of the tokens with global attention (pf__config.local_attention): a
+       global token's query, and the keys and values every token gives it, split with the heads */
+    PF__SLOT_Q_GLOBAL_WEIGHT,  /* [Q, hidden] */
+    PF__SLOT_Q_GLOBAL_BIAS,    /* [Q] */
+    PF__SLOT_K_GLOBAL_WEIGHT,  /* [KV, hidden] */
+    PF__SLOT_K_GLOBAL_BIAS,    /* [KV] */
+    PF__SLOT_V_GLOBAL_WEIGHT,  /* [KV, hidden] */
+    PF__SLOT_V_GLOBAL_BIAS,    /* [KV] */
     /* MobileBERT's bottleneck blocks (bottleneck_width B > 0): the block works at width B between
        a projection in and one out; its attention output, MLPs and their norms are [B] wide */
     PF__SLOT_BOTTLENECK_IN_WEIGHT,      /* [B, hidden]: the block's input into its residual stream, */
@@ -502,6 +510,8 @@ typedef enum {
     PF__SLOT_SHARED_IN_BIAS,
     PF__SLOT_POS_QK_WEIGHT,    /* [q_r | k_r, hidden] of the position projections */
     PF__SLOT_POS_QK_BIAS,
+    PF__SLOT_QKV_GLOBAL_WEIGHT,/* [q_r | k_r | v_r, hidden] of Longformer's global projections */
+    PF__SLOT_QKV_GLOBAL_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -872,7 +882,7 @@ typedef struct pf__config {
     int rope_num_factors;           /* LongRoPE: entries in each of the lists below (rotary_dim / 2) */
     float rope_short_factor[PF__MAX_ROPE_FACTORS], rope_long_factor[PF__MAX_ROPE_FACTORS]; /* LongRoPE's lists */
     int *layer_window;              /* [num_layers]: each layer's window, 0 for global; owned, with
-                                       layer_local after it */
+                                       layer_local, layer_chunk and layer_local_window after it */
     int *layer_local;               /* [num_layers]: 1 where the layer is a sliding ("local") one by its
                                        kind, whatever its window; points into layer_window's block */
     int no_rope_interval;           /* > 0: some layers rotate nothing (NoPE): config.json's no_rope_layers
@@ -886,6 +896,14 @@ typedef struct pf__config {
     int *layer_chunk;               /* [num_layers]: each layer's chunk, 0 for none: a query sees the keys of its
                                        chunk of attention_chunk positions (counted from the sequence's first
                                        token); points into layer_window's block */
+    int local_attention;            /* 1: Longformer's attention: each token sees the keys within its layer's
+                                       layer_local_window and the tokens with global attention, which see
+                                       every key through their own projections (PF__SLOT_*_GLOBAL_*) */
+    int *layer_local_window;        /* [num_layers]: the one-sided window, attention_window / 2 (config.json's
+                                       attention_window: one even number, or one a layer); points into
+                                       layer_window's block */
+    int sep_token_id;               /* Longformer's separator: its question-answering and multiple-choice heads
+                                       put global attention on the tokens before / after the first one */
     int temperature_tuning;         /* 1: on the layers that rotate nothing, q times 1 + temperature_scale *
                                        log1p(floor((p + 1) / temperature_floor)) at position p (Llama 4's
                                        attn_temperature_tuning, floor_scale, attn_scale) */
@@ -1529,6 +1547,8 @@ typedef struct pf__step {
                                model has a token type table */
     const int32_t *box_rows;/* host, [PF__BOX_LOOKUPS][batch][seq_len]: the rows of LayoutLM's 2-D
                                position tables each token reads; set whenever the model has them */
+    const int32_t *global_tokens; /* host, [batch][seq_len]: 1 where a token has Longformer's global
+                               attention, 0 elsewhere (pads too); NULL: no token has */
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
@@ -1558,6 +1578,10 @@ typedef struct pf__attn_shape {
     int chunk;              /* > 0: keys j of the query's chunk, (j - pad) / chunk == (pos - pad) / chunk
                                (Llama 4's chunked attention); 0: none */
     int mask;               /* PF__MASK_*: the keys a query sees, left pads always excepted */
+    int local_window;       /* > 0 (PF__MASK_BIDIRECTIONAL): Longformer's local attention: the keys j with
+                               |pos - j| <= local_window, and the step's global tokens (s->global_tokens) */
+    int global_queries;     /* 1 (PF__MASK_BIDIRECTIONAL): only the step's global tokens' queries, over every
+                               key of their sequence; the other rows of out are left as they are */
     int rotary_dim;         /* for the rotary op */
     float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
                                factor, transformers' attention_scaling); 0: 1 */

@@ -129,6 +129,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CROSS_K_WEIGHT) PF__NAME(PF__SLOT_, CROSS_K_BIAS) PF__NAME(PF__SLOT_, CROSS_V_WEIGHT)
         PF__NAME(PF__SLOT_, CROSS_V_BIAS) PF__NAME(PF__SLOT_, CROSS_OUT_WEIGHT) PF__NAME(PF__SLOT_, CROSS_OUT_BIAS)
         PF__NAME(PF__SLOT_, POS_Q_WEIGHT) PF__NAME(PF__SLOT_, POS_Q_BIAS) PF__NAME(PF__SLOT_, POS_K_WEIGHT) PF__NAME(PF__SLOT_, POS_K_BIAS)
+        PF__NAME(PF__SLOT_, Q_GLOBAL_WEIGHT) PF__NAME(PF__SLOT_, Q_GLOBAL_BIAS) PF__NAME(PF__SLOT_, K_GLOBAL_WEIGHT)
+        PF__NAME(PF__SLOT_, K_GLOBAL_BIAS) PF__NAME(PF__SLOT_, V_GLOBAL_WEIGHT) PF__NAME(PF__SLOT_, V_GLOBAL_BIAS)
         PF__NAME(PF__SLOT_, BOTTLENECK_IN_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_IN_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_QK_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_BIAS)
         PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_BIAS)
@@ -146,7 +148,7 @@ static const char *pf__slot_name(int v) {
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
-    case PF__SLOT_COUNT: return NULL;
+    case PF__SLOT_QKV_GLOBAL_WEIGHT: case PF__SLOT_QKV_GLOBAL_BIAS: case PF__SLOT_COUNT: return NULL;
     }
     return NULL;
 }
@@ -1201,16 +1203,18 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_PROJECT_OUT: *rows = e; *cols = h; break;
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
     case PF__SLOT_QKV_FUSED_BIAS: *rows = q + 2 * kv; break;
-    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT:
+    case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT: case PF__SLOT_Q_GLOBAL_WEIGHT:
         *rows = q;
         *cols = slot == PF__SLOT_Q_WEIGHT ? inner : h; /* a bottleneck's q reads its shared input (then folded into q) */
         break;
-    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: *rows = q; break;
+    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: case PF__SLOT_Q_GLOBAL_BIAS: *rows = q; break;
     case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT: case PF__SLOT_POS_K_WEIGHT:
+    case PF__SLOT_K_GLOBAL_WEIGHT: case PF__SLOT_V_GLOBAL_WEIGHT:
         *rows = kv;
         *cols = slot == PF__SLOT_K_WEIGHT ? inner : h; /* as q's */
         break;
-    case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS: *rows = kv; break;
+    case PF__SLOT_K_BIAS: case PF__SLOT_V_BIAS: case PF__SLOT_CROSS_K_BIAS: case PF__SLOT_CROSS_V_BIAS: case PF__SLOT_POS_K_BIAS:
+    case PF__SLOT_K_GLOBAL_BIAS: case PF__SLOT_V_GLOBAL_BIAS: *rows = kv; break;
     case PF__SLOT_ATTN_OUT_WEIGHT: case PF__SLOT_CONV_OUT_WEIGHT: *rows = inner; *cols = (size_t)c->num_heads * pf__value_head_dim(c); break;
     case PF__SLOT_ATTN_JOINED_OUT_WEIGHT: *rows = h; *cols = 2 * q; break;
     case PF__SLOT_CONV_DEPTHWISE_WEIGHT: *rows = h; *cols = (size_t)c->conv_kernel; break;

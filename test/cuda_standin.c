@@ -1238,8 +1238,10 @@ static int latent_attend_live(pf_cuda_rank *st, float *out, float *q, const void
    memory) and 16-byte aligned caches, which hold on every GPU the build targets. */
 #define FLASH_KEYS 32
 #define FLASH_MAX_HEAD_DIM 256
-static int flash_takes(int T, int cache_dtype, int mask, int hd, const float *dense_bias, const void *sinks) {
-    return T > 1 && cache_dtype != 0 && mask != 2 && hd % 16 == 0 && hd <= FLASH_MAX_HEAD_DIM && !dense_bias && !sinks;
+static int flash_takes(int T, int cache_dtype, int mask, int hd, const float *dense_bias, const void *sinks,
+                       int longformer) {
+    return T > 1 && cache_dtype != 0 && mask != 2 && hd % 16 == 0 && hd <= FLASH_MAX_HEAD_DIM && !dense_bias && !sinks &&
+           !longformer;
 }
 
 /* v rounded to the 16-bit cache dtype (1 fp16, 2 bf16), as a float. */
@@ -1389,8 +1391,9 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     if (rel_bias) NEED(rel_bias, (size_t)heads * rel_rows * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
     int len1 = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
-    int splits = 1;
-    if (T == 1 && partials) {
+    int splits = 1, longformer = args->local_window > 0 || args->global_queries;
+    if (args->global) NEED(args->global, rows * 4);
+    if (T == 1 && partials && !longformer) { /* kernels.cu: Longformer's passes take one split */
         splits = pf_cuda_decode_splits(len1);
         NEED(partials, (size_t)batch * heads * splits * (hd + 2) * 4);
     }
@@ -1398,12 +1401,14 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     past = *past_at; /* the kernels' past: from here on, as on the device */
     float *acc = malloc((size_t)hd * sizeof(float)), *q16 = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
     if (args->dense_bias) NEED(args->dense_bias, rows * heads * (size_t)T * 4);
-    int flash = flash_takes(T, cache_dtype, mask, hd, args->dense_bias, args->sinks);
+    int flash = flash_takes(T, cache_dtype, mask, hd, args->dense_bias, args->sinks, longformer);
     if (args->sinks) NEED(args->sinks, (size_t)heads * dsize(args->sinks_dtype));
     for (size_t row = 0; row < rows; row++)
         for (int h = 0; h < heads; h++)
             for (int split = 0; split < splits; split++) {
                 int b = (int)(row / T), t = (int)(row % T), pos = past + t, pd = pad ? pad[b] : 0;
+                if (args->global_queries && !(args->global && args->global[row])) continue; /* Longformer: another pass's */
+                const int32_t *global_row = args->global ? args->global + (size_t)b * T : NULL;
                 int last = mask == 1 ? pos : mask == 2 ? cache_len - 1 : past + T - 1;
                 int first = window > 0 && pos + 1 - window > pd ? pos + 1 - window : pd;
                 if (args->chunk > 0 && pos >= pd && pd + (pos - pd) / args->chunk * args->chunk > first)
@@ -1446,9 +1451,14 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                                 alibi_bias(slope, j0 + jj - pd, args->alibi_rounded, scale);
                         if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance, mask != 1)];
                         if (args->dense_bias) p[jj] += args->dense_bias[(row * heads + (size_t)h) * T + (size_t)(j0 + jj)];
+                        int key = j0 + jj, distance = key > pos ? key - pos : pos - key;
+                        if (args->local_window > 0 && distance > args->local_window && !(global_row && global_row[key]))
+                            p[jj] = -INFINITY; /* kernels.cu: Longformer's keys neither in the window nor global */
                     }
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;
-                    float mn = fmaxf(m, block_reduce(part, ATTN_THREADS, 1)), alpha = expf(m - mn);
+                    float mn = fmaxf(m, block_reduce(part, ATTN_THREADS, 1));
+                    if (mn == -INFINITY) continue; /* kernels.cu: every key so far masked */
+                    float alpha = expf(m - mn);
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = 0.0f;
                     for (int jj = 0; jj < n; jj++) {
                         p[jj] = expf(p[jj] - mn);

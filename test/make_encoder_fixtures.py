@@ -118,6 +118,22 @@ LAYOUTLM_SHAPE = dict(BERT_SHAPE, num_attention_heads=4, max_2d_position_embeddi
 CONVBERT_SHAPE = dict(BERT_SHAPE, num_attention_heads=8, head_ratio=2, conv_kernel_size=5, embedding_size=32)
 
 
+# Longformer: RoBERTa's shape in 4 heads (3 ranks split them unevenly), one segment, attention
+# windows 4 and 8 (one-sided 2 and 4: below the rows' 6 to 14 tokens, so that locality
+# matters); rows "<s> question </s></s> context </s>" with the 3 separators (id 2) its question
+# answering and multiple-choice heads find their default global tokens by. The bare model, its
+# masked LM and token classifier are given global tokens (row 2 none, so that a batch mixes rows
+# with and without); the other heads take their defaults (no mask given), as pf_encode does.
+LONGFORMER_SHAPE = dict(ROBERTA_SHAPE, num_attention_heads=4, type_vocab_size=1, attention_window=[4, 8],
+                        bos_token_id=0, eos_token_id=2, sep_token_id=2)
+LONGFORMER_ROWS = [
+    ([0, 17, 45, 2, 2, 88, 9, 63, 2], [0] * 9),
+    ([0, 5, 77, 31, 101, 2, 2, 54, 12, 96, 40, 8, 33, 2], [0] * 14),
+    ([0, 119, 2, 2, 64, 2], [0] * 6),
+]
+LONGFORMER_GLOBAL = [[int(t in (0, 6)) for t in range(9)], [int(t in (0, 1, 10)) for t in range(14)], [0] * 6]
+
+
 def layout_boxes(row, length):
     boxes = [[0, 0, 0, 0]]
     for t in range(1, length - 1):
@@ -224,7 +240,16 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     # kernels of 3, embeddings as wide as the blocks (no projection)
     ("convbert-groups", "ConvBertConfig", dict(BERT_SHAPE, num_attention_heads=6, head_ratio=3, conv_kernel_size=3,
                                                embedding_size=48, num_groups=2), "ConvBertModel", None),
+    ("longformer", "LongformerConfig", LONGFORMER_SHAPE, "LongformerModel", None),
+    ("longformer-mlm", "LongformerConfig", LONGFORMER_SHAPE, "LongformerForMaskedLM", None),
+    ("longformer-cls", "LongformerConfig", LONGFORMER_SHAPE, "LongformerForSequenceClassification", 3),
+    ("longformer-tok", "LongformerConfig", dict(LONGFORMER_SHAPE, attention_window=4),  # one window for all layers
+     "LongformerForTokenClassification", 5),
+    ("longformer-qa", "LongformerConfig", LONGFORMER_SHAPE, "LongformerForQuestionAnswering", None),
+    ("longformer-mc", "LongformerConfig", LONGFORMER_SHAPE, "LongformerForMultipleChoice", None),
 ]
+# The Longformer fixtures given global tokens (the others: their heads' defaults).
+LONGFORMER_GIVEN_GLOBAL = ("longformer", "longformer-mlm", "longformer-tok")
 # A trait the fixtures exist to test must move the outputs well past the tests' 1e-4: DeBERTa's
 # hidden states without the c2p or the p2c term differ by at least this much.
 TRAIT_MIN_EFFECT = 1e-2
@@ -238,9 +263,10 @@ def is_decoder(model) -> bool:
     return model.config.model_type in ("llama", "gpt2", "qwen3")
 
 
-def run_rows(model, rows, boxes=None):
+def run_rows(model, rows, boxes=None, global_mask=None):
     """transformers' outputs for the right-padded batch, as float32 arrays of the real tokens;
-    boxes: each row's token boxes (LayoutLM's bbox, the pads' all 0)."""
+    boxes: each row's token boxes (LayoutLM's bbox, the pads' all 0); global_mask: each row's
+    Longformer global_attention_mask (the pads' 0)."""
     width = max(len(ids) for ids, _ in rows)
     pad = model.config.pad_token_id or 0
     ids = torch.tensor([r + [pad] * (width - len(r)) for r, _ in rows])
@@ -251,6 +277,8 @@ def run_rows(model, rows, boxes=None):
         kwargs["token_type_ids"] = types
     if boxes is not None:
         kwargs["bbox"] = torch.tensor([b + [[0, 0, 0, 0]] * (width - len(b)) for b in boxes])
+    if global_mask is not None:
+        kwargs["global_attention_mask"] = torch.tensor([g + [0] * (width - len(g)) for g in global_mask])
     base = getattr(model, model.base_model_prefix, model)  # a classifier's pooled features are not among its outputs
     if model.config.is_encoder_decoder:
         return run_seq2seq_rows(model, ids, mask)
@@ -389,6 +417,7 @@ def make(name, config_class, shape, class_name, labels, seed):
     model.save_pretrained(out)
     reloaded = getattr(transformers, class_name).from_pretrained(out, attn_implementation="eager").eval()
     rows = (DECODER_ROWS if is_decoder(reloaded) else SEQ2SEQ_ROWS if reloaded.config.is_encoder_decoder
+            else LONGFORMER_ROWS if config.model_type == "longformer"
             else ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS])
     boxes = [layout_boxes(i, len(ids)) for i, (ids, _) in enumerate(rows)] if config.model_type == "layoutlm" else None
     if config.model_type == "convbert":  # its convolutions read the right pads: each row run alone
@@ -397,11 +426,18 @@ def make(name, config_class, shape, class_name, labels, seed):
         hidden, pooled, logits = run_rows(reloaded, rows, boxes)
         alone = [run_rows(reloaded, [row], boxes and [boxes[i]])[0] for i, row in enumerate(rows)]  # padding changes nothing
         assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
+    given = LONGFORMER_GLOBAL if name in LONGFORMER_GIVEN_GLOBAL else None
+    hidden, pooled, logits = run_rows(reloaded, rows, boxes, given)
+    alone = [run_rows(reloaded, [row], boxes and [boxes[i]], given and [given[i]])[0]  # padding changes nothing
+             for i, row in enumerate(rows)]
+    assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
     lines = [f"rows={len(ROWS)}"]
     for i, (ids, types) in enumerate(rows):
         lines += [f"ids{i}=" + ",".join(map(str, ids)), f"types{i}=" + ",".join(map(str, types))]
         if boxes:  # x0,y0,x1,y1 of each token, token after token
             lines.append(f"boxes{i}=" + ",".join(str(v) for box in boxes[i] for v in box))
+        if given:  # 1 for each token with global attention
+            lines.append(f"global{i}=" + ",".join(map(str, given[i])))
     # types are what the model was given: all 0 without segment embeddings
     (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
     hidden.numpy().astype("<f4").tofile(out / "hidden.bin")
@@ -417,6 +453,8 @@ def make(name, config_class, shape, class_name, labels, seed):
         check_disentangled_terms_matter(out, hidden, rows)
     if name == "layoutlm":
         check_boxes_matter(reloaded, hidden, rows, boxes)
+    if name == "longformer":
+        check_longformer_traits_matter(out, hidden, rows, given)
     arch = json.loads((out / "config.json").read_text())["architectures"]
     print(f"  {name}: {arch[0]}, hidden std {float(hidden.std()):.2f}"
           + (f", logits {tuple(logits.shape)} std {float(logits.std()):.2f}" if logits is not None else ""))
@@ -467,6 +505,24 @@ def check_boxes_matter(model, hidden, rows, boxes):
         print(f"  layoutlm with {what}: hidden states move by {effect:.3f}")
 
 
+def check_longformer_traits_matter(out, hidden, rows, given):
+    """The fixture fails to test Longformer's attention if windows wider than the rows, no global
+    tokens, or the global tokens projected by the local weights leave the outputs within reach."""
+    wide = transformers.LongformerModel.from_pretrained(out, attention_window=[32, 32]).eval()
+    local_projections = transformers.LongformerModel.from_pretrained(out).eval()
+    with torch.no_grad():
+        for layer in local_projections.encoder.layer:
+            attention = layer.attention.self
+            for side in ("query", "key", "value"):
+                getattr(attention, side + "_global").load_state_dict(getattr(attention, side).state_dict())
+    model = transformers.LongformerModel.from_pretrained(out).eval()
+    for what, ablated, mask in (("windows wider than the rows", wide, given), ("no global tokens", model, None),
+                                ("the local projections for the global tokens", local_projections, given)):
+        effect = float((run_rows(ablated, rows, None, mask)[0] - hidden).abs().max())
+        assert effect > TRAIT_MIN_EFFECT, f"longformer: {what} move the hidden states by only {effect}"
+        print(f"  longformer with {what}: hidden states move by {effect:.3f}")
+
+
 ZERO_SHOT_TEXT = "The new phone has a great camera and a battery that lasts two days."
 ZERO_SHOT_LABELS = ["technology", "cooking", "sports"]
 
@@ -498,6 +554,42 @@ def make_zero_shot(name="bart-mnli", seed=2100):
     write_scores(out / "text_classification.txt", [(r["label"], r["score"]) for r in plain([ZERO_SHOT_TEXT])[0]])
     (out / "text.txt").write_text(ZERO_SHOT_TEXT + "\n" + ",".join(ZERO_SHOT_LABELS) + "\n", encoding="utf-8")
     print(f"  {name}: zero-shot {(out / 'zero_shot.txt').read_text().split()}")
+
+
+LONGFORMER_TEXT_GLOBAL = [1, 5, 9]  # build/classify --global-tokens 1,5,9
+
+
+def make_longformer_text(name="longformer-text", seed=2400):
+    """A Longformer sentiment classifier with RoBERTa's tokenizer (tokenizer-roberta), windows of 4
+    (the text's tokens reach well beyond them), and its label scores for a text as transformers
+    gives them: its text-classification pipeline (global attention on the first token, the
+    classifier's default: text_classification.txt), and softmax of the logits with global attention
+    on tokens 1, 5 and 9 instead (global.txt): the references of build/classify's Longformer runs."""
+    torch.manual_seed(seed)
+    out = FIXTURES / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    labels = {0: "negative", 1: "neutral", 2: "positive"}
+    config = transformers.LongformerConfig(**dict(LONGFORMER_SHAPE, vocab_size=420, max_position_embeddings=130,
+                                                  attention_window=4),
+                                           id2label=labels, label2id={v: k for k, v in labels.items()})
+    transformers.LongformerForSequenceClassification(config).eval().save_pretrained(out)
+    for file in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(FIXTURES / "tokenizer-roberta" / file, out / file)
+    plain = transformers.pipeline("text-classification", model=str(out), device="cpu", top_k=None)
+    write_scores(out / "text_classification.txt", [(r["label"], r["score"]) for r in plain([ZERO_SHOT_TEXT])[0]])
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    model = transformers.LongformerForSequenceClassification.from_pretrained(out).eval()
+    ids = tokenizer(ZERO_SHOT_TEXT, return_tensors="pt")["input_ids"]
+    assert ids.shape[1] > 4 * 4, "the text must reach beyond the windows"
+    mask = torch.zeros_like(ids)
+    mask[0, LONGFORMER_TEXT_GLOBAL] = 1
+    with torch.no_grad():
+        scores = torch.softmax(model(input_ids=ids, global_attention_mask=mask).logits[0], dim=-1)
+    write_scores(out / "global.txt", sorted(((labels[i], float(p)) for i, p in enumerate(scores)), key=lambda x: -x[1]))
+    (out / "text.txt").write_text(ZERO_SHOT_TEXT + "\n", encoding="utf-8")
+    print(f"  {name}: {ids.shape[1]} tokens, {(out / 'text_classification.txt').read_text().split()}, "
+          f"{(out / 'global.txt').read_text().split()}")
 
 
 RERANK_QUERY = "how long does the battery last"
@@ -581,6 +673,8 @@ def main() -> None:
         make_zero_shot()
     if not only or "bert-rerank" in only:
         make_reranker()
+    if not only or "longformer-text" in only:
+        make_longformer_text()
     if not only or "layoutlm-words" in only:
         make_layout_words()
 

@@ -74,6 +74,33 @@ make('fsmt-s2s', 'FSMTConfig', 'FSMTForConditionalGeneration',
           forced_eos_token_id=None))
 make('mt5-s2s', 'MT5Config', 'MT5ForConditionalGeneration', dict(T5, feed_forward_proj='gated-gelu'))
 make('pegasus-s2s', 'PegasusConfig', 'PegasusForConditionalGeneration', dict(KIN, scale_embedding=True, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0, activation_function='relu'))
+# LED: BART's towers with Longformer's attention in the encoder: 4 heads (3 ranks split them
+# unevenly), windows 4 and 8 (one-sided 2 and 4, below the 7- and 12-token sources), positions from
+# row 0 in tables of their own. Its own seed, so that it is the same made alone. encoder_hidden.bin
+# and the generate() cases run without global tokens (as LED's generate does unless given a mask);
+# encoder_hidden_global.bin is the encoder's output with the global tokens of reference.txt's
+# global<i>= lines (pf_encode_global).
+LED = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
+           encoder_ffn_dim=96, decoder_ffn_dim=96, max_encoder_position_embeddings=64, max_decoder_position_embeddings=64,
+           attention_window=[4, 8], dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1,
+           bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+LED_GLOBAL = [[int(t == 0) for t in range(7)], [int(t in (0, 7)) for t in range(12)], [0] * 4]
+if not ONLY or 'led-s2s' in ONLY:
+    torch.manual_seed(36)
+    make('led-s2s', 'LEDConfig', 'LEDForConditionalGeneration', LED)
+    d = FIXTURES / 'led-s2s'
+    m = transformers.LEDForConditionalGeneration.from_pretrained(d).eval()
+    src = [[5, 17, 45, 88, 9, 63, 2], [5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 33, 2], [19, 64, 3, 2]]
+    hidden = []
+    with torch.no_grad():
+        for s, g in zip(src, LED_GLOBAL):
+            out = m.get_encoder()(input_ids=torch.tensor([s]), global_attention_mask=torch.tensor([g])).last_hidden_state[0]
+            plain = m.get_encoder()(input_ids=torch.tensor([s])).last_hidden_state[0]
+            assert any(g) == bool((out - plain).abs().max() > 1e-2), "led-s2s: global tokens must move their rows' outputs"
+            hidden.append(out.numpy())
+    np.concatenate(hidden).astype('<f4').tofile(d / 'encoder_hidden_global.bin')
+    with open(d / 'reference.txt', 'a') as f:
+        for i, g in enumerate(LED_GLOBAL): f.write(f"global{i}=" + ",".join(map(str, g)) + "\n")
 
 
 def cases(name, model_cls):
@@ -135,7 +162,8 @@ for n, c in (('t5-s2s', 'T5ForConditionalGeneration'), ('t5v11-s2s', 'T5ForCondi
              ('blenderbot-s2s', 'BlenderbotForConditionalGeneration'),
              ('blenderbot-small-s2s', 'BlenderbotSmallForConditionalGeneration'), ('marian-s2s', 'MarianMTModel'),
              ('pegasus-s2s', 'PegasusForConditionalGeneration'), ('m2m100-s2s', 'M2M100ForConditionalGeneration'),
-             ('mt5-s2s', 'MT5ForConditionalGeneration'), ('fsmt-s2s', 'FSMTForConditionalGeneration')):
+             ('mt5-s2s', 'MT5ForConditionalGeneration'), ('fsmt-s2s', 'FSMTForConditionalGeneration'),
+             ('led-s2s', 'LEDForConditionalGeneration')):
     cases(n, c)
 
 

@@ -89,7 +89,8 @@ int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c);
    tokens, the decoder start token), as pf_model_generate_options(m) has it, into each case. */
 void test_gen_cases_with_model_defaults(const pf_model *m, test_gen_case *cases, int count);
 
-/* An encoder fixture's reference.txt (make_encoder_fixtures.py): rows of ids and token types. */
+/* An encoder fixture's reference.txt (make_encoder_fixtures.py): rows of ids and token types (and
+   a layout model's boxes, a Longformer's global tokens). */
 #define TEST_ENCODER_ROWS 4
 typedef struct test_encoder_reference {
     int rows;
@@ -97,6 +98,8 @@ typedef struct test_encoder_reference {
     int lengths[TEST_ENCODER_ROWS];
     int has_boxes;        /* 1: a layout model's (boxes<i>=): run with pf_encode_layout */
     int32_t boxes[TEST_ENCODER_ROWS][4 * TEST_MAX_IDS]; /* x0, y0, x1, y1 of each token */
+    int has_global;       /* 1: Longformer's given global tokens (global<i>=): run with pf_encode_global */
+    int32_t global[TEST_ENCODER_ROWS][TEST_MAX_IDS]; /* 1 for a token with global attention */
 } test_encoder_reference;
 int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /* 0 on success */
 

@@ -356,6 +356,30 @@ static void test_layoutlm_refusals(void) {
                 "\"position_embedding_type\" other than a name is not supported");
 }
 
+/* Longformer's attention_window: one even number above 0 for every layer, or a list of one a
+   layer (LED: an encoder layer; transformers asserts the same); anything else refused naming the key. */
+static void test_longformer_refusals(void) {
+    static const char *listed = "\"attention_window\": [\n    4,\n    8\n  ]";
+    static const struct { const char *window; pf_result want; const char *message; } cases[] = {
+        {"\"attention_window\": 4", PF_OK, NULL},
+        {"\"attention_window\": 5", PF_ERROR_UNSUPPORTED, "\"attention_window\" of layer 0 is not an even number above 0"},
+        {"\"attention_window\": 0", PF_ERROR_UNSUPPORTED, "\"attention_window\" of layer 0 is not an even number above 0"},
+        {"\"attention_window\": null", PF_ERROR_UNSUPPORTED, "\"attention_window\" of layer 0 is not an even number"},
+        {"\"attention_window\": [4, -8]", PF_ERROR_UNSUPPORTED, "\"attention_window\" of layer 1 is not an even number"},
+        {"\"attention_window\": [4, \"8\"]", PF_ERROR_UNSUPPORTED, "\"attention_window\" of layer 1 is not an even number"},
+        {"\"attention_window\": [4]", PF_ERROR_FORMAT, "\"attention_window\" lists 1 windows, the model has 2 layers"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture("longformer")) return;
+        edit_file("config.json", listed, cases[i].window);
+        pf_model *m = expect_load(cases[i].window, NULL, cases[i].want, cases[i].message);
+        pf_free(m);
+    }
+    if (copy_fixture("led-s2s")) return; /* LED: a window for each encoder layer */
+    edit_file("config.json", listed, "\"attention_window\": [4, 8, 8]");
+    expect_load("LED with 3 windows", NULL, PF_ERROR_FORMAT, "\"attention_window\" lists 3 windows, the model has 2 encoder layers");
+}
+
 /* SqueezeBERT's group counts say how its convolutions' weights are stored: one that disagrees
    with a weight, or divides no channels, is refused naming the tensor and the groups; an
    embedding_size apart from hidden_size (which transformers asserts against) by name. */
@@ -1432,6 +1456,7 @@ void test_config(void) {
     test_squeezebert_refusals();
     test_convbert_refusals();
     test_layoutlm_refusals();
+    test_longformer_refusals();
     test_mobilebert_refusals();
     test_fused_families();
     test_other_formats();

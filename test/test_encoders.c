@@ -37,11 +37,14 @@ static void check_array(const char *what, const char *dir, const char *file, con
    head reads its decoder's states (the encoding's hidden states are its encoder's). */
 typedef enum { ENCODER, DECODER, ENCODER_DECODER } fixture_kind;
 
-/* The reference's rows through pf_encode, or pf_encode_layout with a layout model's boxes. */
+/* The reference's rows through pf_encode, pf_encode_layout with a layout model's boxes, or
+   pf_encode_global with a Longformer's given global tokens. */
 static pf_result test_encode(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
-                             const int32_t *const *types, const int32_t *const *boxes, pf_encoding **e) {
-    return ref->has_boxes ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
-                          : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
+                             const int32_t *const *types, const int32_t *const *boxes, const int32_t *const *global,
+                             pf_encoding **e) {
+    return ref->has_boxes    ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
+           : ref->has_global ? pf_encode_global(m, ids, types, global, ref->lengths, ref->rows, e)
+                             : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
 }
 
 static void test_encoder_fixture_of(const char *name, pf_head head, int num_logits, int per_token, fixture_kind kind) {
@@ -63,11 +66,13 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     pf_model_info info = pf_get_info(m);
     CHECK_MSG(info.is_encoder == (kind == ENCODER) && info.is_encoder_decoder == (kind == ENCODER_DECODER) && info.head == head, "%s: encoder %d, head %d", name, info.is_encoder, (int)info.head);
     const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS], *boxes[TEST_ENCODER_ROWS];
+    const int32_t *global[TEST_ENCODER_ROWS];
     size_t tokens = 0;
     for (int b = 0; b < ref.rows; b++) {
         ids[b] = ref.ids[b];
         types[b] = ref.types[b];
         boxes[b] = ref.boxes[b];
+        global[b] = ref.global[b];
         tokens += (size_t)ref.lengths[b];
     }
     for (int run = 0; run < (decoder ? 4 : 3); run++) {
@@ -80,7 +85,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         if (chunked) po.prefill_chunk = 2 * ref.rows;
         pf_encoding *e = NULL;
         r = pf_parallelize(m, ranks, &po);
-        if (r == PF_OK) r = test_encode(m, &ref, ids, types, boxes, &e);
+        if (r == PF_OK) r = test_encode(m, &ref, ids, types, boxes, global, &e);
         CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
         if (r) continue;
         CHECK(e->batch == ref.rows && e->hidden_size == info.hidden_size && e->offsets[ref.rows] == (int)tokens);
@@ -95,7 +100,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     /* gathered back onto one CPU rank, the same outputs */
     pf_encoding *e = NULL;
     r = pf_to_cpu(m);
-    if (r == PF_OK) r = test_encode(m, &ref, ids, types, boxes, &e);
+    if (r == PF_OK) r = test_encode(m, &ref, ids, types, boxes, global, &e);
     CHECK_MSG(r == PF_OK, "%s after pf_to_cpu: %s", name, pf_error_message(m));
     if (r == PF_OK) {
         char what[160];
@@ -106,15 +111,17 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     }
     pf_encoding_free(e);
     /* A masked LM gives pf_forward's logits too (one row: its segments all 0, as row 0's are; a
-       layout model's boxes all 0, as pf_encode_layout without boxes gives them). */
+       layout model's boxes all 0, as pf_encode_layout without boxes gives them; a Longformer's
+       global tokens none, as pf_encode gives them). */
     if (head == PF_HEAD_MASKED_LM) {
         size_t count = (size_t)ref.lengths[0] * (size_t)info.vocab_size, n = 0;
         float *logits = (float *)malloc(count * sizeof(float)), *want = NULL;
         char path[1100];
         snprintf(path, sizeof path, "%s/logits.bin", dir);
-        if (ref.has_boxes) {
+        if (ref.has_boxes || ref.has_global) {
             pf_encoding *unboxed = NULL;
-            CHECK(pf_encode_layout(m, ids, types, NULL, ref.lengths, 1, &unboxed) == PF_OK);
+            CHECK((ref.has_boxes ? pf_encode_layout(m, ids, types, NULL, ref.lengths, 1, &unboxed)
+                                 : pf_encode(m, ids, types, ref.lengths, 1, &unboxed)) == PF_OK);
             if (unboxed && (want = (float *)malloc(count * sizeof(float)))) {
                 memcpy(want, unboxed->logits, count * sizeof(float));
                 n = count;
@@ -968,6 +975,39 @@ static void test_text_classify_cli(void) {
     CHECK_MSG(status == 1 && strstr(out, "no sequence-classification head"), "classify on a causal LM: exit %d: %s", status, out);
 }
 
+/* build/classify on a Longformer (longformer-text) against transformers: the text-classification
+   pipeline's scores (global attention on the first token, the head's default) and the scores with
+   --global-tokens 1,5,9 (transformers' model given that mask), on 2 and 3 ranks; a position beyond
+   the input, or a list that is not one, refused. */
+static void test_longformer_classify_cli(void) {
+    char binary[1024], dir[1024], command[4096], out[1024], path[1100], text[512] = "";
+    test_example_path("classify", binary, sizeof binary);
+    snprintf(dir, sizeof dir, "%s/longformer-text", test_fixtures);
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    size_t size = 0;
+    char *lines = test_read_file(path, &size);
+    if (lines) snprintf(text, sizeof text, "%.*s", (int)strcspn(lines, "\n"), lines);
+    free(lines);
+    static const struct { const char *options, *reference; } runs[] = {
+        {"--gpus 2", "text_classification.txt"},
+        {"--gpus 3 --global-tokens 1,5,9", "global.txt"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        snprintf(command, sizeof command, "%s %s \"%s\" --device cpu %s 2>&1", binary, dir, text, runs[i].options);
+        int status = test_run_output(command, out, sizeof out);
+        snprintf(path, sizeof path, "%s/%s", dir, runs[i].reference);
+        CHECK_MSG(status == 0, "classify %s: exit %d: %s", runs[i].options, status, out);
+        if (status == 0) check_scores(runs[i].options, out, path);
+    }
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --global-tokens 1,500 2>&1", binary, dir, text);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "position 500 is beyond the input's"), "classify --global-tokens 1,500: exit %d: %s",
+              status, out);
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --global-tokens 1,x 2>&1", binary, dir, text);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 2, "classify --global-tokens 1,x: exit %d: %s", status, out);
+}
+
 /* The floats of FILE in a fixture against `got` (count of them, from element `first` of the file). */
 static void check_floats_at(const char *what, const char *dir, const char *file, size_t first, const float *got,
                             size_t count) {
@@ -1047,6 +1087,50 @@ static void test_layout_refusals(void) {
         CHECK(pf_encode_layout(m, rows, NULL, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
         CHECK(strstr(pf_error_message(m), "model_type \"bert\" has no 2-D position embeddings") != NULL);
     }
+    pf_free(m);
+}
+
+/* Longformer's global tokens: a value other than 0 or 1 is refused naming the row and token; the
+   question-answering head's default needs 3 separators a row (refused naming the row); given
+   masks equal to the defaults, beside a row left to its default, give transformers' logits; a
+   model without global attention refuses them. */
+static void test_longformer_global_tokens(void) {
+    char dir[1024];
+    test_encoder_reference ref;
+    pf_model *m = load_embedding_fixture("longformer-qa", dir, sizeof dir, &ref);
+    if (!m) return;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = ref.rows;
+    CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+    const int32_t *ids[TEST_ENCODER_ROWS], *global[TEST_ENCODER_ROWS];
+    int32_t question[TEST_ENCODER_ROWS][TEST_MAX_IDS] = {{0}};
+    for (int b = 0; b < ref.rows; b++) { /* the question: the tokens before the first separator (id 2) */
+        ids[b] = ref.ids[b];
+        for (int t = 0; t < ref.lengths[b] && ref.ids[b][t] != 2; t++) question[b][t] = 1;
+        global[b] = b == 1 ? NULL : question[b];
+    }
+    pf_encoding *e = NULL;
+    pf_result r = pf_encode_global(m, ids, NULL, global, ref.lengths, ref.rows, &e);
+    CHECK_MSG(r == PF_OK, "longformer-qa with given global tokens: %s", pf_error_message(m));
+    if (r == PF_OK)
+        check_array("longformer-qa with the default's global tokens given", dir, "logits.bin", e->logits,
+                    (size_t)e->offsets[ref.rows] * 2);
+    pf_encoding_free(e);
+    e = NULL;
+    question[0][1] = 2;
+    global[0] = question[0];
+    CHECK(pf_encode_global(m, ids, NULL, global, ref.lengths, ref.rows, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(strstr(pf_error_message(m), "row 0, token 1: global attention 2 is not 0 or 1") != NULL);
+    int32_t two_separators[5] = {0, 17, 2, 2, 45};
+    const int32_t *rows[1] = {two_separators};
+    int length = 5;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(strstr(pf_error_message(m), "row 0 holds 2 separators (sep_token_id 2), not 3") != NULL);
+    pf_free(m);
+    if (!(m = load_embedding_fixture("roberta", dir, sizeof dir, &ref))) return;
+    CHECK(pf_encode_global(m, ids, NULL, NULL, ref.lengths, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+    CHECK(strstr(pf_error_message(m), "has no global attention") != NULL);
     pf_free(m);
 }
 
@@ -1205,6 +1289,14 @@ void test_encoders(void) {
     test_encoder_fixture("layoutlm-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_layout_refusals();
     test_layout_cli();
+    test_encoder_fixture("longformer", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("longformer-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("longformer-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("longformer-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("longformer-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("longformer-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_longformer_global_tokens();
+    test_longformer_classify_cli();
     test_encoder_fixture("squeezebert", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("squeezebert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("squeezebert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);

@@ -478,6 +478,8 @@ int main(int argc, char **argv) {
     RUN("bert", test_encoder("bert", "hidden.bin"));
     RUN("bert-mlm", test_encoder("bert-mlm", NULL));
     RUN("bert-cls", test_encoder("bert-cls", NULL));
+    RUN("layoutlm", test_encoder("layoutlm", NULL)); /* a step's box rows (all zero from pf_encode) */
+    RUN("longformer-qa", test_encoder("longformer-qa", "hidden.bin")); /* the question's global tokens */
     RUN("bart-s2s", test_encoder_decoder("bart-s2s"));
     RUN("t5-s2s", test_encoder_decoder("t5-s2s"));
 #undef RUN

@@ -144,6 +144,51 @@ static void test_seq2seq_fixture(const char *name) {
     pf_free(m);
 }
 
+/* LED's encoder with global tokens (reference.txt's global<i>= lines, row 2 none): pf_encode_global
+   gives transformers' encoder output with that global_attention_mask, on 1 to 3 ranks (4 heads). */
+static void test_led_global_tokens(void) {
+    char dir[1024], path[1100], line[4096];
+    seq2seq_reference ref;
+    snprintf(dir, sizeof dir, "%s/led-s2s", test_fixtures);
+    snprintf(path, sizeof path, "%s/reference.txt", dir);
+    int32_t global[ROWS][TEST_MAX_IDS] = {{0}};
+    const int32_t *src[ROWS], *rows_global[ROWS];
+    int found = 0;
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        int row, values[TEST_MAX_IDS], n;
+        char *eq = strchr(line, '=');
+        if (eq && sscanf(line, "global%d=", &row) == 1 && row >= 0 && row < ROWS &&
+            (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
+            for (int i = 0; i < n; i++) global[row][i] = values[i];
+            found++;
+        }
+    }
+    if (f) fclose(f);
+    pf_model *m = NULL;
+    if (read_reference(dir, &ref) || found != ref.rows || pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "led-s2s: reference.txt's global rows or the model: %s", pf_error_message(m));
+        pf_free(m);
+        return;
+    }
+    size_t tokens = 0, d = (size_t)pf_get_info(m).hidden_size;
+    for (int b = 0; b < ref.rows; b++) src[b] = ref.src[b], rows_global[b] = global[b], tokens += (size_t)ref.src_lengths[b];
+    for (int ranks = 1; ranks <= 3; ranks++) {
+        char what[128];
+        snprintf(what, sizeof what, "led-s2s with global tokens on %d ranks", ranks);
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = ref.rows;
+        pf_encoding *e = NULL;
+        pf_result r = pf_parallelize(m, ranks, &po);
+        if (r == PF_OK) r = pf_encode_global(m, src, NULL, rows_global, ref.src_lengths, ref.rows, &e);
+        CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
+        if (r == PF_OK) check_floats(what, dir, "encoder_hidden_global.bin", e->last_hidden_state, tokens * d);
+        pf_encoding_free(e);
+    }
+    pf_free(m);
+}
+
 /* Text in, text out: pf_generate_text and build/generate (a batch file of the sources) print
    transformers' decode(generate(tokenizer(source)), skip_special_tokens=True) (text_cases.txt),
    the prompt not echoed. */
@@ -674,12 +719,13 @@ static void test_speech2text(void) {
 void test_seq2seq(void) {
     static const char *const fixtures[] = {"t5-s2s", "t5v11-s2s", "bart-s2s", "mbart-s2s", "blenderbot-s2s", "blenderbot-small-s2s", "marian-s2s", "marian-separate-s2s", "pegasus-s2s",
                                               "m2m100-s2s", "mt5-s2s", "fsmt-s2s", "bert2bert-s2s", "bert-generation-s2s",
-                                              "roberta2roberta-s2s"};
+                                              "roberta2roberta-s2s", "led-s2s"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_seq2seq_fixture(fixtures[i]);
     test_text_fixture("t5-text-s2s");
     test_text_fixture("bart-text-s2s");
     test_text_fixture("byt5-text-s2s");
     test_text_fixture("marian-text-s2s");
+    test_led_global_tokens();
     test_unread_tokenizer();
     test_untied_t5();
     test_speech2text();

@@ -333,6 +333,10 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
                    (n = test_parse_ids(eq + 1, values, 4 * TEST_MAX_IDS)) > 0) {
             ref->has_boxes = 1;
             for (int i = 0; i < n; i++) ref->boxes[row][i] = values[i];
+        } else if (sscanf(line, "global%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
+                   (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
+            ref->has_global = 1;
+            for (int i = 0; i < n; i++) ref->global[row][i] = values[i];
         }
     }
     fclose(f);
