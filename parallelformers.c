@@ -793,6 +793,13 @@ typedef struct pf__config {
                                        meant it; CLIP's text); -1: the first token */
     int pool_first_token;           /* 1: the pooled output is the first token's state as it is (DPR's
                                        encoders, which have no pooler) */
+    int types_are_languages;        /* 1: pf_encode's token_type_ids are language ids into XLM's lang_embeddings
+                                       (PF__SLOT_TOKEN_TYPE_EMBED), added only when given; a model without
+                                       that table refuses them (XLM would add word-table rows) */
+    int use_lang_emb;               /* XLM: with n_langs (type_vocab_size) > 1, the model has lang_embeddings */
+    int summary_heads;              /* 1: XLM's heads: sequence classification is SequenceSummary's one
+                                       projection of the first token; its beam QA and two-projection
+                                       multiple choice refused */
     int choice_pool_last;           /* 1: a multiple-choice head scores each row's last token's state as
                                        it is (ConvBERT's sequence summary, summary_type "last") */
     int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */
@@ -4996,6 +5003,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
         {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE}, {"ForNextSentencePrediction", PF_HEAD_NEXT_SENTENCE},
         {"QuestionEncoder", PF_HEAD_NONE}, {"ContextEncoder", PF_HEAD_NONE}, /* DPR's */
+        {"WithLMHeadModel", PF_HEAD_MASKED_LM}, {"ForQuestionAnsweringSimple", PF_HEAD_QUESTION_ANSWERING}, /* XLM's */
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -5503,25 +5511,42 @@ static pf_result pf__config_span_conv(const char *path, pf__config *c, char *mes
     return PF_OK;
 }
 
-/* A multiple-choice head that pools each row's last token (ConvBERT's: XLM's SequenceSummary, which
-   reads keys its config class does not define, by getattr): the last token's state as it is
-   (summary_type "last", no projection, no activation) is implemented, other summaries refused by
-   name. */
-static pf_result pf__config_choice_summary(const pf__json *json, const char *path, char *message, size_t size) {
+/* A head through XLM's SequenceSummary (which reads keys by getattr, so that ConvBERT's config,
+   without them, takes the class's defaults): summary_type `type` ("last": ConvBERT's multiple
+   choice; "first": XLM's classification), a projection (to the labels) or none as `projection`, no
+   activation; other summaries refused by name. */
+static pf_result pf__config_summary(const pf__json *json, const char *path, const char *type_name, int projection,
+                                    char *message, size_t size) {
     const pf__json *type = pf__json_get(json, "summary_type");
-    if (type && !(type->type == PF__JSON_STRING && !strcmp(type->string, "last")))
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_type\" %s%s%s is not supported (\"last\", "
+    if (type && !(type->type == PF__JSON_STRING && !strcmp(type->string, type_name)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_type\" %s%s%s is not supported (\"%s\", "
                           "the default, is)", path, type->type == PF__JSON_STRING ? "\"" : "",
                           type->type == PF__JSON_STRING ? type->string : "other than a name",
-                          type->type == PF__JSON_STRING ? "\"" : "");
-    double projection = 0;
-    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &projection) < 0 || projection != 0)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (false, the "
-                          "default, is)", path);
+                          type->type == PF__JSON_STRING ? "\"" : "", type_name);
+    double use_proj = projection, to_labels = 1;
+    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &use_proj) < 0 || (use_proj != 0) != projection)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (%s, the "
+                          "default, is)", path, projection ? "true" : "false");
+    if (projection && (pf__json_number(pf__json_get(json, "summary_proj_to_labels"), &to_labels) < 0 || to_labels == 0))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_proj_to_labels\" is not supported (true, "
+                          "the default, is)", path);
     const pf__json *act = pf__json_get(json, "summary_activation");
-    if (act && act->type != PF__JSON_NULL)
+    if (act && act->type != PF__JSON_NULL && !(act->type == PF__JSON_STRING && !act->string[0]))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_activation\" is not supported (null, the "
                           "default, is)", path);
+    return PF_OK;
+}
+
+/* XLM's heads (summary_heads): XLMForQuestionAnswering's beam search head and XLMForMultipleChoice
+   (a summary projection to the labels, then another to one score) are not implemented. */
+static pf_result pf__config_summary_heads(const pf__json *json, const pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    if ((c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple")) ||
+        c->head == PF_HEAD_MULTIPLE_CHOICE)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (%s's "
+                          "...ForQuestionAnsweringSimple, ...WithLMHeadModel, ...ForSequenceClassification and "
+                          "...ForTokenClassification are)", path, c->class_name, c->model_type);
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) return pf__config_summary(json, path, "first", 1, message, size);
     return PF_OK;
 }
 
@@ -5532,6 +5557,13 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     const pf__arch *a = &pf__archs[cfg->arch];
     const pf__json *act = a->activation_key ? pf__json_get_path(json, a->activation_key) : NULL;
     const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
+    double flag = 1;
+    if (act && act->type != PF__JSON_STRING && act->type != PF__JSON_NULL) { /* XLM's gelu_activation: false is ReLU */
+        if (pf__json_number(act, &flag) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is neither a name nor a boolean", path,
+                              a->activation_key);
+        act_name = flag != 0 ? a->activation_default : "relu";
+    }
     if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
     cfg->gated_mlp = a->mlp == PF__MLP_GATED || (a->mlp == PF__MLP_GATED_IF_NAMED && !strncmp(act_name, "gated-", 6));
@@ -5548,7 +5580,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
-    if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_choice_summary(json, path, message, size);
+    if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
+    if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
     if (!r && a->kind == PF__KIND_ENCODER && positions &&
         (positions->type != PF__JSON_STRING || strcmp(positions->string, "absolute")))
@@ -25378,7 +25411,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
             be->add_residual(r, x, r->part, NULL, N, width);
         }
     }
-    if (PF__HAS(W[t->token_types])) { /* the segment table is whole on every rank */
+    if (PF__HAS(W[t->token_types]) && (s->type_ids || !c->types_are_languages)) { /* the segment table is whole on every rank */
         pf__step types = *s;
         /* an encoder's callers give zeros when the user gives none; an encoder-decoder's steps
            have none: segment 0, as transformers' BERT towers take it */
@@ -26211,7 +26244,9 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)s->batch;
     pf__rank_final_norm(r, t, r->x, r->x, N); /* pre-norm encoders end with a norm */
-    if (c->head == PF_HEAD_MASKED_LM) { /* to the head's width: hidden, or the embedding's (ELECTRA, ALBERT) */
+    if (c->head == PF_HEAD_MASKED_LM && !PF__HAS(W[PF__SLOT_HEAD_TRANSFORM_WEIGHT])) { /* XLM's: the projection alone */
+        if (job->logits) pf__rank_vocab_logits(r, job, r->x, N, d);
+    } else if (c->head == PF_HEAD_MASKED_LM) { /* to the head's width: hidden, or the embedding's (ELECTRA, ALBERT) */
         size_t width = W[PF__SLOT_HEAD_TRANSFORM_WEIGHT].rows;
         float *h = width <= d ? r->h : r->part;
         be->matmul(r, h, r->x, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]), N);
@@ -30796,6 +30831,18 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     /* ConvBERT's multiple choice: a classifier on the last token's state, no pooler */
     static const struct pf__head_slots last_token_choice = {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
     if (c->head == PF_HEAD_MULTIPLE_CHOICE && c->choice_pool_last) mine = &last_token_choice;
+    /* XLM's: the masked LM a bare projection (its bias: the weight is tied), classification one
+       projection of the first token's state */
+    static const struct pf__head_slots projection_lm = {PF_HEAD_MASKED_LM, 0, {PF__SLOT_LM_HEAD_BIAS}, 1};
+    static const struct pf__head_slots first_token_class = {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
+    if (c->summary_heads && c->head == PF_HEAD_MASKED_LM) mine = &projection_lm;
+    if (c->summary_heads && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) mine = &first_token_class;
+    /* XLM's language table: there exactly when n_langs > 1 and use_lang_emb, as transformers builds it */
+    int languages = c->types_are_languages && c->type_vocab_size > 1 && c->use_lang_emb;
+    if (c->types_are_languages && languages != (m->sources[PF__SLOT_TOKEN_TYPE_EMBED].data != NULL))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is %s, but n_langs is %d and use_lang_emb %d", m->dir,
+                        pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_TYPE_EMBED)->pattern, languages ? "missing" : "present",
+                        c->type_vocab_size, c->use_lang_emb);
     int present = 0;
     for (int i = 0; mine && i < mine->num_needs; i++) present += m->sources[mine->needs[i]].data != NULL;
     if (mine && !present && pf__archs[c->arch].kind == PF__KIND_ENCODER && !c->teacher_head) {
@@ -31573,6 +31620,14 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         for (int t = 0; decoder && types && types[b] && t < lengths[b]; t++)
             if (types[b][t])
                 return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "row %d: token types on a decoder are not supported", b);
+        if (c->types_are_languages && types && types[b] && !m->sources[PF__SLOT_TOKEN_TYPE_EMBED].data)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "row %d: model_type \"%s\" without language embeddings (n_langs %d, "
+                            "use_lang_emb %d) takes no token_type_ids (transformers would add word-table rows for them)",
+                            b, c->model_type, c->type_vocab_size, c->use_lang_emb);
+        if (c->types_are_languages && types && !types[b] != !types[0])
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %s languages, row 0 %s: model_type \"%s\" takes "
+                            "languages for every row of a batch or for none", b, types[b] ? "gives" : "gives no",
+                            types[0] ? "does" : "does not", c->model_type);
         for (int t = 0; types && types[b] && t < lengths[b]; t++)
             if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
@@ -31627,7 +31682,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (!r) {
         pf__rope_reset(m);
         pf__job job = {.step = {.ids = padded,
-                                .type_ids = padded_types,
+                                /* XLM's languages: none given, none added */
+                                .type_ids = c->types_are_languages && !(types && types[0]) ? NULL : padded_types,
                                 .box_rows = box_rows,
                                 .global_tokens = any_global ? global_tokens : NULL,
                                 .batch = batch,

@@ -610,7 +610,12 @@ typedef struct pf_encoding {
    final norm, as transformers' LlamaModel gives it; rows longer than pf_parallelize's
    prefill_chunk run in chunks), and with a sequence-classification head (reward models) each
    row's scores, with a token-classification or span head each position's; it takes no token
-   types. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, a row empty
+   types. XLM and FlauBERT take language ids (config.json's lang2id) as token_type_ids when the
+   model has language embeddings (n_langs > 1, use_lang_emb): given, each token's language row is
+   added (transformers' langs); NULL (or every row NULL), none is, as transformers without langs;
+   every row gives them or none does. Without language embeddings they take no token_type_ids
+   (PF_ERROR_UNSUPPORTED): transformers' XLM adds the word table's rows for them, a quirk not
+   reproduced. Results: PF_ERROR_INVALID_ARGUMENT (NULLs, a row empty
    or longer than max_sequence_length, a batch above max_batch, an id or segment id out of range),
    PF_ERROR_UNSUPPORTED (an image encoder: pf_encode_images; token types on a decoder),
    PF_ERROR_OUT_OF_MEMORY, PF_ERROR_DEVICE. Any thread; requests on one model run one after

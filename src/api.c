@@ -377,6 +377,18 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     /* ConvBERT's multiple choice: a classifier on the last token's state, no pooler */
     static const struct pf__head_slots last_token_choice = {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
     if (c->head == PF_HEAD_MULTIPLE_CHOICE && c->choice_pool_last) mine = &last_token_choice;
+    /* XLM's: the masked LM a bare projection (its bias: the weight is tied), classification one
+       projection of the first token's state */
+    static const struct pf__head_slots projection_lm = {PF_HEAD_MASKED_LM, 0, {PF__SLOT_LM_HEAD_BIAS}, 1};
+    static const struct pf__head_slots first_token_class = {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
+    if (c->summary_heads && c->head == PF_HEAD_MASKED_LM) mine = &projection_lm;
+    if (c->summary_heads && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) mine = &first_token_class;
+    /* XLM's language table: there exactly when n_langs > 1 and use_lang_emb, as transformers builds it */
+    int languages = c->types_are_languages && c->type_vocab_size > 1 && c->use_lang_emb;
+    if (c->types_are_languages && languages != (m->sources[PF__SLOT_TOKEN_TYPE_EMBED].data != NULL))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is %s, but n_langs is %d and use_lang_emb %d", m->dir,
+                        pf__arch_tensor_for(c->arch, PF__SLOT_TOKEN_TYPE_EMBED)->pattern, languages ? "missing" : "present",
+                        c->type_vocab_size, c->use_lang_emb);
     int present = 0;
     for (int i = 0; mine && i < mine->num_needs; i++) present += m->sources[mine->needs[i]].data != NULL;
     if (mine && !present && pf__archs[c->arch].kind == PF__KIND_ENCODER && !c->teacher_head) {

@@ -1234,6 +1234,7 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         {"ForCTC", PF_HEAD_CTC}, {"ForPreTraining", PF_HEAD_REPLACED_TOKEN_DETECTION}, /* ELECTRA's; not BERT's */
         {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE}, {"ForNextSentencePrediction", PF_HEAD_NEXT_SENTENCE},
         {"QuestionEncoder", PF_HEAD_NONE}, {"ContextEncoder", PF_HEAD_NONE}, /* DPR's */
+        {"WithLMHeadModel", PF_HEAD_MASKED_LM}, {"ForQuestionAnsweringSimple", PF_HEAD_QUESTION_ANSWERING}, /* XLM's */
         {"Model", PF_HEAD_NONE}, {"ModelWithProjection", PF_HEAD_NONE}, /* CLIP's towers, with their projection */
     };
     const pf__json *labels = pf__json_get(json, "id2label");
@@ -1741,25 +1742,42 @@ static pf_result pf__config_span_conv(const char *path, pf__config *c, char *mes
     return PF_OK;
 }
 
-/* A multiple-choice head that pools each row's last token (ConvBERT's: XLM's SequenceSummary, which
-   reads keys its config class does not define, by getattr): the last token's state as it is
-   (summary_type "last", no projection, no activation) is implemented, other summaries refused by
-   name. */
-static pf_result pf__config_choice_summary(const pf__json *json, const char *path, char *message, size_t size) {
+/* A head through XLM's SequenceSummary (which reads keys by getattr, so that ConvBERT's config,
+   without them, takes the class's defaults): summary_type `type` ("last": ConvBERT's multiple
+   choice; "first": XLM's classification), a projection (to the labels) or none as `projection`, no
+   activation; other summaries refused by name. */
+static pf_result pf__config_summary(const pf__json *json, const char *path, const char *type_name, int projection,
+                                    char *message, size_t size) {
     const pf__json *type = pf__json_get(json, "summary_type");
-    if (type && !(type->type == PF__JSON_STRING && !strcmp(type->string, "last")))
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_type\" %s%s%s is not supported (\"last\", "
+    if (type && !(type->type == PF__JSON_STRING && !strcmp(type->string, type_name)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_type\" %s%s%s is not supported (\"%s\", "
                           "the default, is)", path, type->type == PF__JSON_STRING ? "\"" : "",
                           type->type == PF__JSON_STRING ? type->string : "other than a name",
-                          type->type == PF__JSON_STRING ? "\"" : "");
-    double projection = 0;
-    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &projection) < 0 || projection != 0)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (false, the "
-                          "default, is)", path);
+                          type->type == PF__JSON_STRING ? "\"" : "", type_name);
+    double use_proj = projection, to_labels = 1;
+    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &use_proj) < 0 || (use_proj != 0) != projection)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (%s, the "
+                          "default, is)", path, projection ? "true" : "false");
+    if (projection && (pf__json_number(pf__json_get(json, "summary_proj_to_labels"), &to_labels) < 0 || to_labels == 0))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_proj_to_labels\" is not supported (true, "
+                          "the default, is)", path);
     const pf__json *act = pf__json_get(json, "summary_activation");
-    if (act && act->type != PF__JSON_NULL)
+    if (act && act->type != PF__JSON_NULL && !(act->type == PF__JSON_STRING && !act->string[0]))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_activation\" is not supported (null, the "
                           "default, is)", path);
+    return PF_OK;
+}
+
+/* XLM's heads (summary_heads): XLMForQuestionAnswering's beam search head and XLMForMultipleChoice
+   (a summary projection to the labels, then another to one score) are not implemented. */
+static pf_result pf__config_summary_heads(const pf__json *json, const pf__config *c, const char *path, char *message,
+                                          size_t size) {
+    if ((c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple")) ||
+        c->head == PF_HEAD_MULTIPLE_CHOICE)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (%s's "
+                          "...ForQuestionAnsweringSimple, ...WithLMHeadModel, ...ForSequenceClassification and "
+                          "...ForTokenClassification are)", path, c->class_name, c->model_type);
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) return pf__config_summary(json, path, "first", 1, message, size);
     return PF_OK;
 }
 
@@ -1770,6 +1788,13 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     const pf__arch *a = &pf__archs[cfg->arch];
     const pf__json *act = a->activation_key ? pf__json_get_path(json, a->activation_key) : NULL;
     const char *act_name = act && act->type == PF__JSON_STRING ? act->string : a->activation_default;
+    double flag = 1;
+    if (act && act->type != PF__JSON_STRING && act->type != PF__JSON_NULL) { /* XLM's gelu_activation: false is ReLU */
+        if (pf__json_number(act, &flag) < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is neither a name nor a boolean", path,
+                              a->activation_key);
+        act_name = flag != 0 ? a->activation_default : "relu";
+    }
     if (pf__activation_from_name(cfg->arch, act_name, &cfg->activation))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: activation \"%s\" is not supported", path, act_name);
     cfg->gated_mlp = a->mlp == PF__MLP_GATED || (a->mlp == PF__MLP_GATED_IF_NAMED && !strncmp(act_name, "gated-", 6));
@@ -1786,7 +1811,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
-    if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_choice_summary(json, path, message, size);
+    if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
+    if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
     if (!r && a->kind == PF__KIND_ENCODER && positions &&
         (positions->type != PF__JSON_STRING || strcmp(positions->string, "absolute")))

@@ -369,6 +369,14 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         for (int t = 0; decoder && types && types[b] && t < lengths[b]; t++)
             if (types[b][t])
                 return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "row %d: token types on a decoder are not supported", b);
+        if (c->types_are_languages && types && types[b] && !m->sources[PF__SLOT_TOKEN_TYPE_EMBED].data)
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "row %d: model_type \"%s\" without language embeddings (n_langs %d, "
+                            "use_lang_emb %d) takes no token_type_ids (transformers would add word-table rows for them)",
+                            b, c->model_type, c->type_vocab_size, c->use_lang_emb);
+        if (c->types_are_languages && types && !types[b] != !types[0])
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %s languages, row 0 %s: model_type \"%s\" takes "
+                            "languages for every row of a batch or for none", b, types[b] ? "gives" : "gives no",
+                            types[0] ? "does" : "does not", c->model_type);
         for (int t = 0; types && types[b] && t < lengths[b]; t++)
             if (types[b][t] < 0 || types[b][t] >= (c->type_vocab_size > 0 ? c->type_vocab_size : 1))
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
@@ -423,7 +431,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (!r) {
         pf__rope_reset(m);
         pf__job job = {.step = {.ids = padded,
-                                .type_ids = padded_types,
+                                /* XLM's languages: none given, none added */
+                                .type_ids = c->types_are_languages && !(types && types[0]) ? NULL : padded_types,
                                 .box_rows = box_rows,
                                 .global_tokens = any_global ? global_tokens : NULL,
                                 .batch = batch,

@@ -70,7 +70,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
             be->add_residual(r, x, r->part, NULL, N, width);
         }
     }
-    if (PF__HAS(W[t->token_types])) { /* the segment table is whole on every rank */
+    if (PF__HAS(W[t->token_types]) && (s->type_ids || !c->types_are_languages)) { /* the segment table is whole on every rank */
         pf__step types = *s;
         /* an encoder's callers give zeros when the user gives none; an encoder-decoder's steps
            have none: segment 0, as transformers' BERT towers take it */
@@ -903,7 +903,9 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     const pf__weight *W = r->weights;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size, B = (size_t)s->batch;
     pf__rank_final_norm(r, t, r->x, r->x, N); /* pre-norm encoders end with a norm */
-    if (c->head == PF_HEAD_MASKED_LM) { /* to the head's width: hidden, or the embedding's (ELECTRA, ALBERT) */
+    if (c->head == PF_HEAD_MASKED_LM && !PF__HAS(W[PF__SLOT_HEAD_TRANSFORM_WEIGHT])) { /* XLM's: the projection alone */
+        if (job->logits) pf__rank_vocab_logits(r, job, r->x, N, d);
+    } else if (c->head == PF_HEAD_MASKED_LM) { /* to the head's width: hidden, or the embedding's (ELECTRA, ALBERT) */
         size_t width = W[PF__SLOT_HEAD_TRANSFORM_WEIGHT].rows;
         float *h = width <= d ? r->h : r->part;
         be->matmul(r, h, r->x, &W[PF__SLOT_HEAD_TRANSFORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_HEAD_TRANSFORM_BIAS]), N);

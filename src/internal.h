@@ -751,6 +751,13 @@ typedef struct pf__config {
                                        meant it; CLIP's text); -1: the first token */
     int pool_first_token;           /* 1: the pooled output is the first token's state as it is (DPR's
                                        encoders, which have no pooler) */
+    int types_are_languages;        /* 1: pf_encode's token_type_ids are language ids into XLM's lang_embeddings
+                                       (PF__SLOT_TOKEN_TYPE_EMBED), added only when given; a model without
+                                       that table refuses them (XLM would add word-table rows) */
+    int use_lang_emb;               /* XLM: with n_langs (type_vocab_size) > 1, the model has lang_embeddings */
+    int summary_heads;              /* 1: XLM's heads: sequence classification is SequenceSummary's one
+                                       projection of the first token; its beam QA and two-projection
+                                       multiple choice refused */
     int choice_pool_last;           /* 1: a multiple-choice head scores each row's last token's state as
                                        it is (ConvBERT's sequence summary, summary_type "last") */
     int projection_dim;             /* PF__SLOT_PROJECTION's rows (CLIP) */

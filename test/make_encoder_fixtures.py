@@ -117,6 +117,20 @@ LAYOUTLM_SHAPE = dict(BERT_SHAPE, num_attention_heads=4, max_2d_position_embeddi
 # at random (transformers makes the convolution's 0) so that a missing one moves the outputs.
 CONVBERT_SHAPE = dict(BERT_SHAPE, num_attention_heads=8, head_ratio=2, conv_kernel_size=5, embedding_size=32)
 
+# XLM and FlauBERT: 4 heads (3 ranks split them unevenly), MLP 4 x 48 (fixed), pad id 2 (row 0's
+# first id: the attention mask, not the ids, marks the pads), weights of 0.2; the fixtures with
+# language embeddings (n_langs 3) are given each token's language as langs (the reference's types,
+# pf_encode's token_type_ids), the others none (no types in the reference).
+XLM_SHAPE = dict(vocab_size=120, emb_dim=48, n_layers=2, n_heads=4, max_position_embeddings=32, dropout=0.0,
+                 attention_dropout=0.0, embed_init_std=0.2, init_std=0.2, layer_norm_eps=1e-12)
+XLM_LANGS = dict(XLM_SHAPE, n_langs=3)
+LANGUAGE_ROWS = [(ids, langs) for (ids, _), langs in zip(ROWS, ([1] * 7, [0] * 6 + [2] * 6, [2] * 4))]
+
+
+def languages(config) -> bool:
+    """XLM's lang_embeddings exist (and the rows' languages are given)."""
+    return config.model_type in ("xlm", "flaubert") and config.n_langs > 1 and config.use_lang_emb
+
 
 # Longformer: RoBERTa's shape in 4 heads (3 ranks split them unevenly), one segment, attention
 # windows 4 and 8 (one-sided 2 and 4: below the rows' 6 to 14 tokens, so that locality
@@ -247,6 +261,17 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
      "LongformerForTokenClassification", 5),
     ("longformer-qa", "LongformerConfig", LONGFORMER_SHAPE, "LongformerForQuestionAnswering", None),
     ("longformer-mc", "LongformerConfig", LONGFORMER_SHAPE, "LongformerForMultipleChoice", None),
+    ("xlm", "XLMConfig", XLM_SHAPE, "XLMModel", None),
+    ("xlm-lang", "XLMConfig", XLM_LANGS, "XLMModel", None),
+    ("xlm-mlm", "XLMConfig", XLM_SHAPE, "XLMWithLMHeadModel", None),
+    ("xlm-cls", "XLMConfig", XLM_LANGS, "XLMForSequenceClassification", 3),
+    # ReLU, and the sinusoid saved as the position table
+    ("xlm-tok", "XLMConfig", dict(XLM_SHAPE, gelu_activation=False, sinusoidal_embeddings=True),
+     "XLMForTokenClassification", 5),
+    ("xlm-qa", "XLMConfig", XLM_LANGS, "XLMForQuestionAnsweringSimple", None),
+    ("flaubert", "FlaubertConfig", XLM_SHAPE, "FlaubertModel", None),
+    ("flaubert-mlm", "FlaubertConfig", XLM_SHAPE, "FlaubertWithLMHeadModel", None),
+    ("flaubert-cls", "FlaubertConfig", XLM_LANGS, "FlaubertForSequenceClassification", 3),
 ]
 # The Longformer fixtures given global tokens (the others: their heads' defaults).
 LONGFORMER_GIVEN_GLOBAL = ("longformer", "longformer-mlm", "longformer-tok")
@@ -275,6 +300,8 @@ def run_rows(model, rows, boxes=None, global_mask=None):
     kwargs = dict(input_ids=ids, attention_mask=mask, output_hidden_states=True)
     if segments(model):
         kwargs["token_type_ids"] = types
+    if languages(model.config):
+        kwargs["langs"] = types
     if boxes is not None:
         kwargs["bbox"] = torch.tensor([b + [[0, 0, 0, 0]] * (width - len(b)) for b in boxes])
     if global_mask is not None:
@@ -378,7 +405,7 @@ def pooled_features(model, base, hidden):
     """What the library returns as pooled: BERT's pooler, or the first token through a
     classification head's dense and activation (RoBERTa's tanh, ELECTRA's gelu, DistilBERT's
     ReLU)."""
-    if model.config.model_type == "dpr":  # the [CLS] state itself (projection_dim 0)
+    if model.config.model_type in ("dpr", "xlm", "flaubert"):  # the first state itself (XLM: SequenceSummary's input)
         return hidden[:, 0]
     if model.config.model_type in ("deberta", "deberta-v2"):  # ContextPooler: dense and pooler_hidden_act on token 0
         pooler = getattr(model, "pooler", None)
@@ -418,6 +445,7 @@ def make(name, config_class, shape, class_name, labels, seed):
     reloaded = getattr(transformers, class_name).from_pretrained(out, attn_implementation="eager").eval()
     rows = (DECODER_ROWS if is_decoder(reloaded) else SEQ2SEQ_ROWS if reloaded.config.is_encoder_decoder
             else LONGFORMER_ROWS if config.model_type == "longformer"
+            else LANGUAGE_ROWS if languages(config)
             else ROWS if segments(reloaded) else [(ids, [0] * len(ids)) for ids, _ in ROWS])
     boxes = [layout_boxes(i, len(ids)) for i, (ids, _) in enumerate(rows)] if config.model_type == "layoutlm" else None
     if config.model_type == "convbert":  # its convolutions read the right pads: each row run alone
@@ -433,7 +461,9 @@ def make(name, config_class, shape, class_name, labels, seed):
     assert torch.allclose(torch.cat(alone), hidden, atol=1e-5), f"{name}: padding changed the outputs"
     lines = [f"rows={len(ROWS)}"]
     for i, (ids, types) in enumerate(rows):
-        lines += [f"ids{i}=" + ",".join(map(str, ids)), f"types{i}=" + ",".join(map(str, types))]
+        lines.append(f"ids{i}=" + ",".join(map(str, ids)))
+        if config.model_type not in ("xlm", "flaubert") or languages(config):  # XLM's without languages: none
+            lines.append(f"types{i}=" + ",".join(map(str, types)))
         if boxes:  # x0,y0,x1,y1 of each token, token after token
             lines.append(f"boxes{i}=" + ",".join(str(v) for box in boxes[i] for v in box))
         if given:  # 1 for each token with global attention
@@ -455,9 +485,25 @@ def make(name, config_class, shape, class_name, labels, seed):
         check_boxes_matter(reloaded, hidden, rows, boxes)
     if name == "longformer":
         check_longformer_traits_matter(out, hidden, rows, given)
+    if name == "xlm-lang":
+        write_without_languages(out, reloaded, rows, hidden)
     arch = json.loads((out / "config.json").read_text())["architectures"]
     print(f"  {name}: {arch[0]}, hidden std {float(hidden.std()):.2f}"
           + (f", logits {tuple(logits.shape)} std {float(logits.std()):.2f}" if logits is not None else ""))
+
+
+def write_without_languages(out, model, rows, hidden):
+    """XLM given no langs adds no language rows (what pf_encode does without token types):
+    hidden_nolangs.bin, which must differ from the languages' hidden states for the test to tell."""
+    width = max(len(ids) for ids, _ in rows)
+    ids = torch.tensor([r + [2] * (width - len(r)) for r, _ in rows])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r, _ in rows])
+    with torch.no_grad():
+        plain = model(input_ids=ids, attention_mask=mask).last_hidden_state[mask.bool()]
+    effect = float((plain - hidden).abs().max())
+    assert effect > TRAIT_MIN_EFFECT, f"xlm-lang: the languages move the hidden states by only {effect}"
+    print(f"  xlm-lang without languages: hidden states move by {effect:.3f}")
+    plain.numpy().astype("<f4").tofile(out / "hidden_nolangs.bin")
 
 
 def rows_alone(model, rows):

@@ -96,6 +96,8 @@ typedef struct test_encoder_reference {
     int rows;
     int32_t ids[TEST_ENCODER_ROWS][TEST_MAX_IDS], types[TEST_ENCODER_ROWS][TEST_MAX_IDS];
     int lengths[TEST_ENCODER_ROWS];
+    int has_types;        /* 1: token types given (types<i>=); XLM's references without languages have none:
+                             run with NULL token_type_ids */
     int has_boxes;        /* 1: a layout model's (boxes<i>=): run with pf_encode_layout */
     int32_t boxes[TEST_ENCODER_ROWS][4 * TEST_MAX_IDS]; /* x0, y0, x1, y1 of each token */
     int has_global;       /* 1: Longformer's given global tokens (global<i>=): run with pf_encode_global */

@@ -422,6 +422,43 @@ static void test_mobilebert_refusals(void) {
 /* ConvBERT's keys that shape its heads and layers: an even kernel (which transformers' two paddings
    cannot line up), head counts that leave hidden_size unsplit, and group counts that disagree with
    a weight or divide no channels are refused by name. */
+/* XLM's and FlauBERT's keys that change the math, refused by name where not implemented */
+static void test_xlm_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *what; pf_result want; const char *needle; } cases[] = {
+        {"xlm", "\"causal\": false", "\"causal\": true", "XLM with causal attention", PF_ERROR_UNSUPPORTED, "\"causal\""},
+        {"xlm", "\"asm\": false", "\"asm\": true", "XLM's adaptive softmax", PF_ERROR_UNSUPPORTED, "\"asm\""},
+        {"xlm", "\"is_encoder\": true", "\"is_encoder\": false", "XLM as a decoder", PF_ERROR_UNSUPPORTED, "\"is_encoder\""},
+        {"xlm", "\"gelu_activation\": true", "\"gelu_activation\": \"yes\"", "gelu_activation not a boolean",
+         PF_ERROR_UNSUPPORTED, "activation \"yes\""},
+        {"flaubert", "\"pre_norm\": false", "\"pre_norm\": true", "FlauBERT's pre-norm blocks", PF_ERROR_UNSUPPORTED,
+         "\"pre_norm\""},
+        {"xlm-cls", "\"summary_type\": \"first\"", "\"summary_type\": \"mean\"", "XLM's summary by the mean",
+         PF_ERROR_UNSUPPORTED, "\"summary_type\" \"mean\" is not supported"},
+        {"xlm-cls", "\"summary_use_proj\": true", "\"summary_use_proj\": false", "XLM's summary without projection",
+         PF_ERROR_UNSUPPORTED, "\"summary_use_proj\""},
+        {"xlm-cls", "\"summary_proj_to_labels\": true", "\"summary_proj_to_labels\": false",
+         "XLM's summary projected to hidden", PF_ERROR_UNSUPPORTED, "\"summary_proj_to_labels\""},
+        {"xlm-cls", "\"summary_activation\": null", "\"summary_activation\": \"tanh\"", "XLM's summary with tanh",
+         PF_ERROR_UNSUPPORTED, "\"summary_activation\""},
+        {"xlm-qa", "\"XLMForQuestionAnsweringSimple\"", "\"XLMForQuestionAnswering\"", "XLM's beam-search QA head",
+         PF_ERROR_UNSUPPORTED, "\"XLMForQuestionAnswering\" is not supported"},
+        {"xlm-cls", "\"XLMForSequenceClassification\"", "\"XLMForMultipleChoice\"", "XLM's multiple choice",
+         PF_ERROR_UNSUPPORTED, "\"XLMForMultipleChoice\" is not supported"},
+        {"xlm-lang", "\"use_lang_emb\": true", "\"use_lang_emb\": false", "a language table use_lang_emb turns off",
+         PF_ERROR_FORMAT, "lang_embeddings.weight' is present"},
+        {"xlm", "\"n_langs\": 1", "\"n_langs\": 3", "3 languages without their table", PF_ERROR_FORMAT,
+         "lang_embeddings.weight' is missing"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        expect_load(cases[i].what, NULL, cases[i].want, cases[i].needle);
+    }
+    if (copy_fixture("xlm")) return; /* false: ReLU (xlm-tok runs it against transformers) */
+    edit_file("config.json", "\"gelu_activation\": true", "\"gelu_activation\": false");
+    pf_free(expect_load("XLM with ReLU", NULL, PF_OK, NULL));
+}
+
 static void test_convbert_refusals(void) {
     if (copy_fixture("convbert")) return;
     edit_file("config.json", "\"conv_kernel_size\": 5", "\"conv_kernel_size\": 4");
@@ -1455,6 +1492,7 @@ void test_config(void) {
     test_deberta_refusals();
     test_squeezebert_refusals();
     test_convbert_refusals();
+    test_xlm_refusals();
     test_layoutlm_refusals();
     test_longformer_refusals();
     test_mobilebert_refusals();

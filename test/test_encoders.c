@@ -70,7 +70,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     size_t tokens = 0;
     for (int b = 0; b < ref.rows; b++) {
         ids[b] = ref.ids[b];
-        types[b] = ref.types[b];
+        types[b] = ref.has_types ? ref.types[b] : NULL;
         boxes[b] = ref.boxes[b];
         global[b] = ref.global[b];
         tokens += (size_t)ref.lengths[b];
@@ -1024,6 +1024,56 @@ static void check_floats_at(const char *what, const char *dir, const char *file,
 /* LayoutLM's boxes: one whose corners are swapped, or a value outside the 2-D tables' rows, is
    refused naming the row and token before any work; pf_encode runs the model with zero boxes, as
    pf_encode_layout without boxes does; a model without 2-D tables refuses boxes. */
+/* XLM's languages through pf_encode's token_type_ids: none given adds none (transformers without
+   langs); a batch gives them for every row or none; a model without language embeddings takes no
+   token types (transformers would add word-table rows for them); an id beyond n_langs refused. */
+static void test_xlm_languages(void) {
+    char dir[1024], path[1100];
+    test_encoder_reference ref;
+    pf_model *m = load_embedding_fixture("xlm-lang", dir, sizeof dir, &ref);
+    if (!m) return;
+    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
+    size_t tokens = 0, n = 0;
+    for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = ref.types[b], tokens += (size_t)ref.lengths[b];
+    pf_encoding *e = NULL;
+    for (int ranks = 1; ranks <= 3; ranks += 2) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CPU;
+        po.max_batch = ref.rows;
+        CHECK(pf_parallelize(m, ranks, &po) == PF_OK);
+        CHECK_MSG(pf_encode(m, ids, NULL, ref.lengths, ref.rows, &e) == PF_OK, "%s", pf_error_message(m));
+        snprintf(path, sizeof path, "%s/hidden_nolangs.bin", dir);
+        float *want = test_read_floats(path, &n);
+        CHECK_MSG(want && e && n == tokens * (size_t)e->hidden_size &&
+                      test_max_abs_diff(e->last_hidden_state, want, n) <= TOLERANCE,
+                  "xlm-lang without languages on %d ranks differs from transformers without langs", ranks);
+        free(want);
+        pf_encoding_free(e);
+        e = NULL;
+    }
+    types[1] = NULL;
+    CHECK(pf_encode(m, ids, types, ref.lengths, ref.rows, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(strstr(pf_error_message(m), "languages for every row of a batch or for none") != NULL);
+    int32_t beyond[TEST_MAX_IDS];
+    memcpy(beyond, ref.types[1], sizeof beyond);
+    beyond[2] = 3;
+    types[1] = beyond;
+    CHECK(pf_encode(m, ids, types, ref.lengths, ref.rows, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(strstr(pf_error_message(m), "token type 3 is outside 0..2") != NULL);
+    pf_free(m);
+    m = load_embedding_fixture("xlm", dir, sizeof dir, &ref);
+    if (!m) return;
+    int32_t zeros[TEST_MAX_IDS] = {0};
+    for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = zeros;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = ref.rows;
+    CHECK(pf_parallelize(m, 1, &po) == PF_OK);
+    CHECK(pf_encode(m, ids, types, ref.lengths, ref.rows, &e) == PF_ERROR_UNSUPPORTED && !e);
+    CHECK(strstr(pf_error_message(m), "without language embeddings (n_langs 1, use_lang_emb 1) takes no token_type_ids") != NULL);
+    pf_free(m);
+}
+
 static void test_layout_refusals(void) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/layoutlm", test_fixtures);
@@ -1319,6 +1369,16 @@ void test_encoders(void) {
     test_encoder_fixture("convbert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_encoder_fixture("convbert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_encoder_fixture("convbert-groups", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("xlm", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("xlm-lang", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("xlm-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("xlm-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("xlm-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("xlm-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("flaubert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("flaubert-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("flaubert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_xlm_languages();
     test_decoder_embeddings();
     test_embed_poolings();
     test_embed_cli();

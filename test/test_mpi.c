@@ -132,7 +132,7 @@ static void test_encoder(const char *name, const char *hidden_file) {
     CHECK_MSG(ok, "%s: reference.txt", name);
     if (across && alone && ok) {
         const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
-        for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = ref.types[b];
+        for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = ref.has_types ? ref.types[b] : NULL;
         pf_encoding *a = NULL, *b = NULL;
         pf_result ra = pf_encode(across, ids, types, ref.lengths, ref.rows, &a);
         pf_result rb = pf_encode(alone, ids, types, ref.lengths, ref.rows, &b);

@@ -328,6 +328,7 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
             for (int i = 0; i < n; i++) ref->ids[row][i] = values[i];
         } else if (sscanf(line, "types%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
                    (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
+            ref->has_types = 1;
             for (int i = 0; i < n; i++) ref->types[row][i] = values[i];
         } else if (sscanf(line, "boxes%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
                    (n = test_parse_ids(eq + 1, values, 4 * TEST_MAX_IDS)) > 0) {
