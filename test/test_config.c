@@ -430,8 +430,6 @@ static void test_xlm_refusals(void) {
         {"xlm", "\"is_encoder\": true", "\"is_encoder\": false", "XLM as a decoder", PF_ERROR_UNSUPPORTED, "\"is_encoder\""},
         {"xlm", "\"gelu_activation\": true", "\"gelu_activation\": \"yes\"", "gelu_activation not a boolean",
          PF_ERROR_UNSUPPORTED, "activation \"yes\""},
-        {"flaubert", "\"pre_norm\": false", "\"pre_norm\": true", "FlauBERT's pre-norm blocks", PF_ERROR_UNSUPPORTED,
-         "\"pre_norm\""},
         {"xlm-cls", "\"summary_type\": \"first\"", "\"summary_type\": \"mean\"", "XLM's summary by the mean",
          PF_ERROR_UNSUPPORTED, "\"summary_type\" \"mean\" is not supported"},
         {"xlm-cls", "\"summary_use_proj\": true", "\"summary_use_proj\": false", "XLM's summary without projection",

@@ -1378,6 +1378,8 @@ void test_encoders(void) {
     test_encoder_fixture("flaubert", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("flaubert-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("flaubert-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("flaubert-prenorm", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("flaubert-prenorm-mlm", PF_HEAD_MASKED_LM, 120, 1);
     test_xlm_languages();
     test_decoder_embeddings();
     test_embed_poolings();
