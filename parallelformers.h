@@ -563,10 +563,22 @@ pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len
    decoder_ids[b] (decoder_lengths[b] tokens, starting with the decoder start token) through the
    decoder. logits: [sum of decoder_lengths][vocab_size], row b's positions after row b-1's; the
    caller's. Rows of any lengths up to max_sequence_length, batch up to max_batch. LED's encoder
-   runs without global tokens here (generation takes them: pf_generate_options.global_attention).
+   runs without global tokens here (pf_forward_seq2seq_global takes them).
    PF_ERROR_UNSUPPORTED for a model that is not an encoder-decoder. Threads: as pf_forward. */
 pf_result pf_forward_seq2seq(pf_model *model, const int32_t *const *source_ids, const int *source_lengths,
                              const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
+
+/* pf_forward_seq2seq for an encoder-decoder whose encoder has Longformer's attention (LED), with
+   the source tokens that have global attention: global_attention[b] holds source_lengths[b]
+   values, 1 for a token with global attention, 0 for one with local attention only, as
+   pf_encode_global takes them (transformers' model called with global_attention_mask);
+   global_attention NULL, or a row's NULL: none. Results: as pf_forward_seq2seq's;
+   PF_ERROR_INVALID_ARGUMENT also for a value other than 0 or 1 (the row and token named),
+   PF_ERROR_UNSUPPORTED for a model without global attention. Threads: as pf_forward. */
+pf_result pf_forward_seq2seq_global(pf_model *model, const int32_t *const *source_ids,
+                                    const int32_t *const *global_attention, const int *source_lengths,
+                                    const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                    float *logits);
 
 /* ---- encoders (BERT and its kin) ------------------------------------------------------------- */
 

@@ -1271,9 +1271,10 @@ PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decod
     return r;
 }
 
-static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
-                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
-                                            float *logits) {
+/* global: pf_forward_seq2seq_global's (NULL: none, and pf_forward_seq2seq's). */
+static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int32_t *const *global,
+                                            const int *source_lengths, const int32_t *const *decoder_ids,
+                                            const int *decoder_lengths, int batch, float *logits) {
     if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_seq2seq needs sources, decoder inputs, their lengths, "
                         "logits and batch >= 1");
@@ -1286,14 +1287,18 @@ static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *s
     if (m->config.mel_frontend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_forward_audio runs it",
                         m->config.model_type);
+    if (global && !m->config.local_attention)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no global attention (pf_forward_seq2seq_global "
+                        "takes an encoder with Longformer's: LED)", m->config.model_type);
     if (batch > m->group->max_batch)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
-    int32_t *src = NULL;
+    int32_t *src = NULL, *src_global = NULL;
     int *src_pads = NULL, src_width;
     r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
-    if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, NULL, NULL);
+    if (!r) r = pf__source_global_rows(m, "source", global, source_lengths, batch, src_width, &src_global);
+    if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, src_global, NULL);
     if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, src_width, src_pads, logits);
-    free(src), free(src_pads);
+    free(src), free(src_global), free(src_pads);
     return r;
 }
 
@@ -1302,7 +1307,19 @@ pf_result pf_forward_seq2seq(pf_model *m, const int32_t *const *source_ids, cons
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_forward_seq2seq");
     if (r) return r;
-    r = pf__forward_seq2seq_locked(m, source_ids, source_lengths, decoder_ids, decoder_lengths, batch, logits);
+    r = pf__forward_seq2seq_locked(m, source_ids, NULL, source_lengths, decoder_ids, decoder_lengths, batch, logits);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_forward_seq2seq_global(pf_model *m, const int32_t *const *source_ids, const int32_t *const *global_attention,
+                                    const int *source_lengths, const int32_t *const *decoder_ids, const int *decoder_lengths,
+                                    int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_seq2seq_global");
+    if (r) return r;
+    r = pf__forward_seq2seq_locked(m, source_ids, global_attention, source_lengths, decoder_ids, decoder_lengths, batch,
+                                   logits);
     pf__request_unlock(m);
     return r;
 }

@@ -80,7 +80,8 @@ make('pegasus-s2s', 'PegasusConfig', 'PegasusForConditionalGeneration', dict(KIN
 # and the generate() cases run without global tokens (as LED's generate does unless given a mask) but for
 # the global_* cases (global= lines: generate(global_attention_mask=...));
 # encoder_hidden_global.bin is the encoder's output with the global tokens of reference.txt's
-# global<i>= lines (pf_encode_global).
+# global<i>= lines (pf_encode_global), decoder_logits_global.bin the decoder's logits over it
+# (pf_forward_seq2seq_global).
 LED = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
            encoder_ffn_dim=96, decoder_ffn_dim=96, max_encoder_position_embeddings=64, max_decoder_position_embeddings=64,
            attention_window=[4, 8], dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1,
@@ -92,14 +93,19 @@ if not ONLY or 'led-s2s' in ONLY:
     d = FIXTURES / 'led-s2s'
     m = transformers.LEDForConditionalGeneration.from_pretrained(d).eval()
     src = [[5, 17, 45, 88, 9, 63, 2], [5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 33, 2], [19, 64, 3, 2]]
-    hidden = []
+    dec = [[int(t) for t in line.split('=')[1].split(',')] for line in (d / 'reference.txt').read_text().splitlines()
+           if line.startswith('dec')]  # make()'s decoder inputs
+    hidden, logits = [], []
     with torch.no_grad():
-        for s, g in zip(src, LED_GLOBAL):
+        for s, g, t in zip(src, LED_GLOBAL, dec):
             out = m.get_encoder()(input_ids=torch.tensor([s]), global_attention_mask=torch.tensor([g])).last_hidden_state[0]
             plain = m.get_encoder()(input_ids=torch.tensor([s])).last_hidden_state[0]
             assert any(g) == bool((out - plain).abs().max() > 1e-2), "led-s2s: global tokens must move their rows' outputs"
             hidden.append(out.numpy())
+            logits.append(m(input_ids=torch.tensor([s]), global_attention_mask=torch.tensor([g]),
+                            decoder_input_ids=torch.tensor([t]), use_cache=False).logits[0].numpy())
     np.concatenate(hidden).astype('<f4').tofile(d / 'encoder_hidden_global.bin')
+    np.concatenate(logits).astype('<f4').tofile(d / 'decoder_logits_global.bin')  # pf_forward_seq2seq_global's
     with open(d / 'reference.txt', 'a') as f:
         for i, g in enumerate(LED_GLOBAL): f.write(f"global{i}=" + ",".join(map(str, g)) + "\n")
 

@@ -187,6 +187,15 @@ static void test_led_global_tokens(void) {
         CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
         if (r == PF_OK) check_floats(what, dir, "encoder_hidden_global.bin", e->last_hidden_state, tokens * d);
         pf_encoding_free(e);
+        const int32_t *dec[ROWS];
+        size_t dec_tokens = 0, vocab = (size_t)pf_get_info(m).vocab_size;
+        for (int b = 0; b < ref.rows; b++) dec[b] = ref.dec[b], dec_tokens += (size_t)ref.dec_lengths[b];
+        float *logits = (float *)malloc(dec_tokens * vocab * sizeof(float));
+        r = logits ? pf_forward_seq2seq_global(m, src, rows_global, ref.src_lengths, dec, ref.dec_lengths, ref.rows, logits)
+                   : PF_ERROR_OUT_OF_MEMORY;
+        CHECK_MSG(r == PF_OK, "%s: pf_forward_seq2seq_global: %s", what, pf_error_message(m));
+        if (r == PF_OK) check_floats(what, dir, "decoder_logits_global.bin", logits, dec_tokens * vocab);
+        free(logits);
     }
     /* generate's global_attention (its cases are in generation_cases.txt): a value other than 0 or 1
        refused naming it; pf_generate_text, which tokenizes the prompt itself, takes none */
@@ -202,6 +211,12 @@ static void test_led_global_tokens(void) {
     char *text = NULL;
     CHECK(pf_generate_text(m, "hello", &o, &text) == PF_ERROR_UNSUPPORTED && !text &&
           strstr(pf_error_message(m), "pf_generate_text takes no global_attention"));
+    const int32_t *first_dec[1] = {ref.dec[0]};
+    float *first_logits = (float *)malloc((size_t)ref.dec_lengths[0] * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+    CHECK(first_logits && pf_forward_seq2seq_global(m, src, bad_rows, ref.src_lengths, first_dec, ref.dec_lengths, 1,
+                                                    first_logits) == PF_ERROR_INVALID_ARGUMENT &&
+          strstr(pf_error_message(m), "source 0, token 3: global attention 2 is not 0 or 1"));
+    free(first_logits);
     pf_free(m);
     /* build/generate --global-tokens: the global_ngram case's prompt, its global positions, its tokens */
     static test_gen_case cases[TEST_MAX_GEN_CASES];
@@ -246,6 +261,11 @@ static void test_led_global_tokens(void) {
     o.global_attention = none_rows; /* even all 0 */
     CHECK(m && pf_generate(m, src[2], ref.src_lengths[2], &o, out, 4, &n) == PF_ERROR_UNSUPPORTED &&
           strstr(pf_error_message(m), "global_attention needs an encoder-decoder whose encoder has Longformer's"));
+    const int32_t *dec0[1] = {ref.dec[0]};
+    float *logit = m ? (float *)malloc((size_t)ref.dec_lengths[0] * (size_t)pf_get_info(m).vocab_size * sizeof(float)) : NULL;
+    CHECK(logit && pf_forward_seq2seq_global(m, src + 2, none_rows, ref.src_lengths + 2, dec0, ref.dec_lengths, 1, logit) ==
+                       PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "has no global attention"));
+    free(logit);
     pf_free(m);
 }
 
