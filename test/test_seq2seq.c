@@ -226,7 +226,7 @@ static void test_led_global_tokens(void) {
     CHECK_MSG(at >= 0 && cases[at].num_prompts == 1 && cases[at].num_outputs == 1, "led-s2s: no case global_ngram");
     if (at >= 0) {
         const test_gen_case *c = &cases[at];
-        char ids[512] = "", positions[512] = "", want[512] = "", command[2048], got[4096];
+        char ids[512] = "", positions[512] = "", want[512] = "", command[4096], got[4096];
         for (int t = 0; t < c->prompt_lengths[0]; t++) {
             snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", t ? "," : "", c->prompts[0][t]);
             if (c->global[0][t])
