@@ -2359,7 +2359,9 @@ PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const fl
 PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *const *rows, const int *lengths, int batch,
                               int source, int *width, int32_t **ids, int **pads);
 PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
-                                  int width, float *hidden);
+                                  int width, const int32_t *global_tokens, float *hidden);
+PF_PRIVATE pf_result pf__source_global_rows(pf_model *m, const char *what, const int32_t *const *global, const int *lengths,
+                                        int batch, int width, int32_t **out);
 PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
                                     int cross_len, const int *cross_pads, float *logits);
 
@@ -2494,6 +2496,8 @@ typedef struct pf__generation_state {
                                      [hidden] instead of sources; the caller's */
     int seq2seq;                  /* 1: an encoder-decoder (sources or source_features) */
     int *source_pads;             /* [batch] */
+    int32_t *source_global;       /* LED: [batch][source_width], 1 for a source token with global
+                                     attention (options' global_attention, pads 0); NULL: none */
     int *cross_pads;              /* [num_rows]: the source pads of each row's prompt */
     int source_width;
     int32_t *argmax_tokens;       /* [num_rows]: a step's greedy tokens, chosen on the devices */
@@ -32465,17 +32469,44 @@ PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *
 /* An encoder-decoder's encoder over rows of sources [batch][width] (left pads), or of a speech
    encoder-decoder's front end output: its output's keys and values in every decoder block's cross
    cache, rows 0..batch-1, and its last hidden state into hidden (host [batch][width][hidden]) when
-   given. */
+   given. global_tokens: LED's [batch][width] (1 for a token with global attention, pads 0), NULL
+   for none. */
 PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
-                                  int width, float *hidden) {
+                                  int width, const int32_t *global_tokens, float *hidden) {
     pf__job job = {.step = {.ids = sources,
                             .features = features, /* a speech encoder-decoder's front end output, or NULL */
                             .batch = batch,
                             .seq_len = width,
-                            .pad = pads},
+                            .pad = pads,
+                            .global_tokens = global_tokens},
                    .hidden = hidden,
                    .encoder_pass = 1};
     return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+}
+
+/* LED's global tokens of sources [batch][width] (left pads): global[b] (lengths[b] values, 0 or 1;
+   NULL, or a row's NULL: none) into *out [batch][width], pads 0, the caller's to free; *out NULL
+   when no token has global attention (the encoder's global pass is then skipped). */
+PF_PRIVATE pf_result pf__source_global_rows(pf_model *m, const char *what, const int32_t *const *global, const int *lengths,
+                                        int batch, int width, int32_t **out) {
+    *out = NULL;
+    if (!global) return PF_OK;
+    int32_t *rows = (int32_t *)calloc((size_t)batch * width, sizeof(int32_t));
+    if (!rows) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    int any = 0;
+    for (int b = 0; b < batch; b++)
+        for (int t = 0; global[b] && t < lengths[b]; t++) {
+            if (global[b][t] != 0 && global[b][t] != 1) {
+                free(rows);
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d, token %d: global attention %d is not 0 or 1", what, b, t,
+                                (int)global[b][t]);
+            }
+            rows[(size_t)b * width + (width - lengths[b]) + t] = global[b][t];
+            any |= global[b][t];
+        }
+    if (any) *out = rows;
+    else free(rows);
+    return PF_OK;
 }
 
 /* After pf__encoder_pass over sources of width cross_len (left pads cross_pads): the decoder over
@@ -32504,9 +32535,10 @@ PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decod
     return r;
 }
 
-static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
-                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
-                                            float *logits) {
+/* global: pf_forward_seq2seq_global's (NULL: none, and pf_forward_seq2seq's). */
+static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int32_t *const *global,
+                                            const int *source_lengths, const int32_t *const *decoder_ids,
+                                            const int *decoder_lengths, int batch, float *logits) {
     if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_seq2seq needs sources, decoder inputs, their lengths, "
                         "logits and batch >= 1");
@@ -32519,14 +32551,18 @@ static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *s
     if (m->config.mel_frontend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_forward_audio runs it",
                         m->config.model_type);
+    if (global && !m->config.local_attention)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no global attention (pf_forward_seq2seq_global "
+                        "takes an encoder with Longformer's: LED)", m->config.model_type);
     if (batch > m->group->max_batch)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
-    int32_t *src = NULL;
+    int32_t *src = NULL, *src_global = NULL;
     int *src_pads = NULL, src_width;
     r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
-    if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, NULL);
+    if (!r) r = pf__source_global_rows(m, "source", global, source_lengths, batch, src_width, &src_global);
+    if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, src_global, NULL);
     if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, src_width, src_pads, logits);
-    free(src), free(src_pads);
+    free(src), free(src_global), free(src_pads);
     return r;
 }
 
@@ -32535,7 +32571,19 @@ pf_result pf_forward_seq2seq(pf_model *m, const int32_t *const *source_ids, cons
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_forward_seq2seq");
     if (r) return r;
-    r = pf__forward_seq2seq_locked(m, source_ids, source_lengths, decoder_ids, decoder_lengths, batch, logits);
+    r = pf__forward_seq2seq_locked(m, source_ids, NULL, source_lengths, decoder_ids, decoder_lengths, batch, logits);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_forward_seq2seq_global(pf_model *m, const int32_t *const *source_ids, const int32_t *const *global_attention,
+                                    const int *source_lengths, const int32_t *const *decoder_ids, const int *decoder_lengths,
+                                    int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_seq2seq_global");
+    if (r) return r;
+    r = pf__forward_seq2seq_locked(m, source_ids, global_attention, source_lengths, decoder_ids, decoder_lengths, batch,
+                                   logits);
     pf__request_unlock(m);
     return r;
 }
@@ -32603,7 +32651,7 @@ PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *
     hidden = (float *)malloc((size_t)batch * T * d * sizeof(float));
     if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
     if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
+    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, NULL, hidden);
     if (!r) { /* drop the pads: row b's frames are its last T - pads[b] */
         e->batch = batch;
         e->hidden_size = (int)d;
@@ -33931,6 +33979,9 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
              o->num_begin_suppress_tokens < 0 || (o->num_begin_suppress_tokens > 0 && !o->begin_suppress_tokens))
         bad = "suppress_tokens (or begin_suppress_tokens) and their count disagree";
     if (bad) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s", bad);
+    if (o->global_attention && !(pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ && m->config.local_attention))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: global_attention needs an encoder-decoder whose encoder "
+                        "has Longformer's global attention (LED); model_type \"%s\" has none", m->config.model_type);
     int vocab = m->config.vocab_size;
     /* Every count against its limit before its array is read: a count past the caller's array
        would read beyond it. */
@@ -34308,7 +34359,8 @@ static void pf__ban_source_ngrams(const pf__generation_state *st, int i, float *
    the decoder. */
 static pf_result pf__generation_prefill_seq2seq(pf__generation_state *st) {
     pf_model *m = st->m;
-    pf_result r = pf__encoder_pass(m, st->sources, st->source_features, st->source_pads, st->batch, st->source_width, NULL);
+    pf_result r = pf__encoder_pass(m, st->sources, st->source_features, st->source_pads, st->batch, st->source_width,
+                                  st->source_global, NULL);
     for (int i = 0; i < st->num_rows; i++) {
         st->src[i] = i / st->per_prompt;
         st->cross_pads[i] = st->source_pads[i / st->per_prompt];
@@ -34728,7 +34780,8 @@ PF_PRIVATE void pf__generation_free(pf__generation_state *st) {
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
     free(st->streams), free(st->stream_text), free(st->stop_text), free(st->json);
-    free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens), free(st->top_k_candidates);
+    free(st->sources), free(st->source_global), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens);
+    free(st->top_k_candidates);
     free(st->raw_scores), free(st->step_logprobs), free(st->step_top_tokens), free(st->step_top_logprobs);
 }
 
@@ -34772,6 +34825,7 @@ PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prom
             else memcpy(st.source_pads, feature_pads, (size_t)batch * sizeof(int));
         } else {
             r = pf__pad_rows(m, "prompt", prompts, lengths, batch, 1, &st.source_width, &st.sources, &st.source_pads);
+            if (!r) r = pf__source_global_rows(m, "prompt", o->global_attention, lengths, batch, st.source_width, &st.source_global);
         }
         starts = (const int32_t **)malloc((size_t)batch * sizeof *starts);
         start_lengths = (int *)malloc((size_t)batch * sizeof *start_lengths);
@@ -34822,7 +34876,7 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
     float *rows = NULL;
     int *src_pads = NULL, T = 0;
     if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
-    r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
+    r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL, NULL);
     if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, T, src_pads, logits);
     free(rows), free(src_pads);
     return r;
@@ -34849,7 +34903,7 @@ static pf_result pf__detect_languages(pf_model *m, const float *rows, const int 
     float *logits = (float *)malloc((size_t)batch * vocab * sizeof(float));
     pf_result r = starts && pads && logits ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
-    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
+    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL, NULL);
     if (!r) {
         pf__job job = {.step = {.ids = starts, .batch = batch, .seq_len = 1, .pad = pads, .cross_len = width,
                                 .cross_pad = source_pads},
@@ -35564,6 +35618,9 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (text) *text = NULL;
     if (!prompt || !text) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_text needs a prompt and text");
+    if (options && options->global_attention) /* a mask a token needs the tokens, which the caller does not see */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_generate_text takes no global_attention (a value a prompt token): "
+                        "pf_generate or pf_generate_batch take it with the prompt's ids");
     if (!m->tokenizer)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer%s%s", m->tokenizer_missing[0] ? ": " : "",
                         m->tokenizer_missing);

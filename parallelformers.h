@@ -562,10 +562,23 @@ pf_result pf_forward(pf_model *model, const int32_t *ids, int batch, int seq_len
    source_ids[b] (source_lengths[b] tokens) through the encoder, then its decoder input
    decoder_ids[b] (decoder_lengths[b] tokens, starting with the decoder start token) through the
    decoder. logits: [sum of decoder_lengths][vocab_size], row b's positions after row b-1's; the
-   caller's. Rows of any lengths up to max_sequence_length, batch up to max_batch.
+   caller's. Rows of any lengths up to max_sequence_length, batch up to max_batch. LED's encoder
+   runs without global tokens here (pf_forward_seq2seq_global takes them).
    PF_ERROR_UNSUPPORTED for a model that is not an encoder-decoder. Threads: as pf_forward. */
 pf_result pf_forward_seq2seq(pf_model *model, const int32_t *const *source_ids, const int *source_lengths,
                              const int32_t *const *decoder_ids, const int *decoder_lengths, int batch, float *logits);
+
+/* pf_forward_seq2seq for an encoder-decoder whose encoder has Longformer's attention (LED), with
+   the source tokens that have global attention: global_attention[b] holds source_lengths[b]
+   values, 1 for a token with global attention, 0 for one with local attention only, as
+   pf_encode_global takes them (transformers' model called with global_attention_mask);
+   global_attention NULL, or a row's NULL: none. Results: as pf_forward_seq2seq's;
+   PF_ERROR_INVALID_ARGUMENT also for a value other than 0 or 1 (the row and token named),
+   PF_ERROR_UNSUPPORTED for a model without global attention. Threads: as pf_forward. */
+pf_result pf_forward_seq2seq_global(pf_model *model, const int32_t *const *source_ids,
+                                    const int32_t *const *global_attention, const int *source_lengths,
+                                    const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
+                                    float *logits);
 
 /* ---- encoders (BERT and its kin) ------------------------------------------------------------- */
 
@@ -644,7 +657,7 @@ pf_result pf_encode_layout(pf_model *model, const int32_t *const *ids, const int
    without a mask (and as pf_encode runs such a model): the first token for sequence classification,
    the tokens before the first sep_token_id for question answering, the tokens after the first two
    for multiple choice (both need exactly 3 separators a row), none otherwise (and none for LED,
-   whose generation takes none: pf_generate's encoder pass runs without global tokens). Results: as
+   whose generation takes them through pf_generate_options.global_attention). Results: as
    pf_encode's; PF_ERROR_INVALID_ARGUMENT also for a value other than 0 or 1 (the row and token
    named) or a row without the 3 separators a default needs, PF_ERROR_UNSUPPORTED for a model
    without global attention. Threads: as pf_encode. */
@@ -904,6 +917,15 @@ typedef struct pf_generate_options {
     void *logprobs_user;
     const pf_json_constraint *json_constraint; /* NULL: none; see pf_json_constraint_new (the
                                   same model's); the text of each row's new tokens is then JSON of it */
+    const int32_t *const *global_attention; /* an encoder-decoder whose encoder has Longformer's
+                                  attention (LED): global_attention[b] holds prompt_lengths[b] values, 1
+                                  for a source token with global attention, 0 for one with local
+                                  attention only, as pf_encode_global takes them (transformers'
+                                  generate(global_attention_mask=...)); NULL, or a row's NULL: none, as
+                                  generate() without a mask. A value other than 0 or 1 is
+                                  PF_ERROR_INVALID_ARGUMENT; a model without global attention, and
+                                  pf_generate_text (whose caller does not see the prompt's tokens),
+                                  PF_ERROR_UNSUPPORTED. pf_generate's one prompt: global_attention[0] */
 } pf_generate_options;
 
 pf_generate_options pf_generate_options_init(void);

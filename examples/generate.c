@@ -37,7 +37,7 @@ typedef struct cli_option {
 } cli_option;
 
 enum {
-    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_MAX_NEW_TOKENS, OPT_RANKS, OPT_GPUS, OPT_CTX_SIZE, OPT_DEVICE, OPT_DTYPE, OPT_BF16_PRODUCTS,
+    OPT_IDS, OPT_BATCH_FILE, OPT_IDS_LINES, OPT_GLOBAL_TOKENS, OPT_MAX_NEW_TOKENS, OPT_RANKS, OPT_GPUS, OPT_CTX_SIZE, OPT_DEVICE, OPT_DTYPE, OPT_BF16_PRODUCTS,
     OPT_KV_CACHE, OPT_NO_CUDA_GRAPHS, OPT_DUMP_LOGITS,
     OPT_POLICY, OPT_BEAMS, OPT_RETURN, OPT_NO_REPEAT_NGRAM, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P,
     OPT_REPETITION_PENALTY, OPT_MIN_P, OPT_PRESENCE_PENALTY, OPT_FREQUENCY_PENALTY, OPT_STOP, OPT_FILE, OPT_SEED,
@@ -52,6 +52,8 @@ static const cli_option cli_options[OPT_COUNT] = {
     [OPT_BATCH_FILE] = {NULL, "--batch-file", TEXT, "FILE", 0, 0, 0,
                         "one prompt per line; one output line per returned sequence"},
     [OPT_IDS_LINES] = {NULL, "--ids-lines", FLAG, NULL, 0, 0, 0, "the batch file's lines are ids (1,2,3), not text"},
+    [OPT_GLOBAL_TOKENS] = {NULL, "--global-tokens", TEXT, "I,J,...", 0, 0, 0,
+                           "LED: global attention on the source tokens at these positions in every prompt (special tokens counted)"},
     [OPT_MAX_NEW_TOKENS] = {"-n", "--max-new-tokens", INTEGER, "N", 1, 1e6, 0, "new tokens at most (default 20)"},
     [OPT_RANKS] = {"-r", "--ranks", INTEGER, "N", 1, 64, 0,
                    "ranks to split the model over: threads on the CPU, GPUs on CUDA (default: every core, or every GPU)"},
@@ -259,6 +261,7 @@ static int parse_command_line(int argc, char **argv, cli_args *args) {
                         : args->given[OPT_SYSTEM] && !chat ? "--system goes with --chat or -i"
                         : interactive && (args->given[OPT_BEAMS] || args->given[OPT_RETURN]) ? "-i answers with one sequence: no --beams or --return"
                         : args->given[OPT_IDS_LINES] && !args->given[OPT_BATCH_FILE] ? "--ids-lines goes with --batch-file"
+                        : args->given[OPT_GLOBAL_TOKENS] && chat ? "--global-tokens marks a prompt's tokens: not with --chat or -i"
                         : args->given[OPT_STOP] && args->given[OPT_BEAMS] ? "--stop needs greedy search or sampling, not --beams"
                                                                                       : NULL;
     if (wrong) {
@@ -688,6 +691,7 @@ int main(int argc, char **argv) {
     pf_model *model = NULL;
     int status = 1, batch = 0, text_mode = !ids_text && !(batch_file && ids_lines);
     int32_t **prompts = NULL;
+    int32_t *global_positions = NULL, **global_rows = NULL; /* --global-tokens' */
     int *lengths = NULL;
     float *logits = NULL;
     pf_generation result;
@@ -800,6 +804,32 @@ int main(int argc, char **argv) {
         }
     }
     free(file_text);
+    /* --global-tokens: 1 at those positions of every prompt (pf_generate_options.global_attention) */
+    int num_global = args.given[OPT_GLOBAL_TOKENS] ? parse_ids(args.text[OPT_GLOBAL_TOKENS], &global_positions) : 0;
+    if (num_global < 0) {
+        fprintf(stderr, "generate: --global-tokens wants comma-separated positions (0, 1, ...)\n");
+        status = 2;
+        goto done;
+    }
+    if (num_global && !(global_rows = (int32_t **)calloc((size_t)batch, sizeof *global_rows))) {
+        fprintf(stderr, "generate: out of memory\n");
+        goto done;
+    }
+    for (int b = 0; num_global && b < batch; b++) {
+        if (!(global_rows[b] = (int32_t *)calloc((size_t)lengths[b], sizeof(int32_t)))) {
+            fprintf(stderr, "generate: out of memory\n");
+            goto done;
+        }
+        for (int k = 0; k < num_global; k++) {
+            if (global_positions[k] >= lengths[b]) {
+                fprintf(stderr, "generate: --global-tokens position %d is beyond prompt %d's %d tokens\n",
+                        (int)global_positions[k], b + 1, lengths[b]);
+                goto done;
+            }
+            global_rows[b][global_positions[k]] = 1;
+        }
+    }
+    go.global_attention = (const int32_t *const *)global_rows;
 
     pf_parallel_options po = parallel_options(&args);
     po.max_batch = batch * (go.num_beams > 1 ? go.num_beams : go.num_return_sequences);
@@ -880,6 +910,9 @@ int main(int argc, char **argv) {
     status = 0;
 done:
     for (int i = 0; prompts && i < batch; i++) free(prompts[i]);
+    for (int i = 0; global_rows && i < batch; i++) free(global_rows[i]);
+    free(global_rows);
+    free(global_positions);
     free(prompts);
     free(lengths);
     free(logits);

@@ -626,6 +626,9 @@ pf_result pf_generate_text(pf_model *m, const char *prompt, const pf_generate_op
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     if (text) *text = NULL;
     if (!prompt || !text) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_generate_text needs a prompt and text");
+    if (options && options->global_attention) /* a mask a token needs the tokens, which the caller does not see */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_generate_text takes no global_attention (a value a prompt token): "
+                        "pf_generate or pf_generate_batch take it with the prompt's ids");
     if (!m->tokenizer)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer%s%s", m->tokenizer_missing[0] ? ": " : "",
                         m->tokenizer_missing);

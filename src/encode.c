@@ -1214,17 +1214,44 @@ PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *
 /* An encoder-decoder's encoder over rows of sources [batch][width] (left pads), or of a speech
    encoder-decoder's front end output: its output's keys and values in every decoder block's cross
    cache, rows 0..batch-1, and its last hidden state into hidden (host [batch][width][hidden]) when
-   given. */
+   given. global_tokens: LED's [batch][width] (1 for a token with global attention, pads 0), NULL
+   for none. */
 PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
-                                  int width, float *hidden) {
+                                  int width, const int32_t *global_tokens, float *hidden) {
     pf__job job = {.step = {.ids = sources,
                             .features = features, /* a speech encoder-decoder's front end output, or NULL */
                             .batch = batch,
                             .seq_len = width,
-                            .pad = pads},
+                            .pad = pads,
+                            .global_tokens = global_tokens},
                    .hidden = hidden,
                    .encoder_pass = 1};
     return pf__group_run(m->group, PF__JOB_FORWARD, &job);
+}
+
+/* LED's global tokens of sources [batch][width] (left pads): global[b] (lengths[b] values, 0 or 1;
+   NULL, or a row's NULL: none) into *out [batch][width], pads 0, the caller's to free; *out NULL
+   when no token has global attention (the encoder's global pass is then skipped). */
+PF_PRIVATE pf_result pf__source_global_rows(pf_model *m, const char *what, const int32_t *const *global, const int *lengths,
+                                        int batch, int width, int32_t **out) {
+    *out = NULL;
+    if (!global) return PF_OK;
+    int32_t *rows = (int32_t *)calloc((size_t)batch * width, sizeof(int32_t));
+    if (!rows) return PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    int any = 0;
+    for (int b = 0; b < batch; b++)
+        for (int t = 0; global[b] && t < lengths[b]; t++) {
+            if (global[b][t] != 0 && global[b][t] != 1) {
+                free(rows);
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "%s %d, token %d: global attention %d is not 0 or 1", what, b, t,
+                                (int)global[b][t]);
+            }
+            rows[(size_t)b * width + (width - lengths[b]) + t] = global[b][t];
+            any |= global[b][t];
+        }
+    if (any) *out = rows;
+    else free(rows);
+    return PF_OK;
 }
 
 /* After pf__encoder_pass over sources of width cross_len (left pads cross_pads): the decoder over
@@ -1253,9 +1280,10 @@ PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decod
     return r;
 }
 
-static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int *source_lengths,
-                                            const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
-                                            float *logits) {
+/* global: pf_forward_seq2seq_global's (NULL: none, and pf_forward_seq2seq's). */
+static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *sources, const int32_t *const *global,
+                                            const int *source_lengths, const int32_t *const *decoder_ids,
+                                            const int *decoder_lengths, int batch, float *logits) {
     if (!sources || !source_lengths || !decoder_ids || !decoder_lengths || !logits || batch < 1)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_forward_seq2seq needs sources, decoder inputs, their lengths, "
                         "logits and batch >= 1");
@@ -1268,14 +1296,18 @@ static pf_result pf__forward_seq2seq_locked(pf_model *m, const int32_t *const *s
     if (m->config.mel_frontend)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes audio features: pf_forward_audio runs it",
                         m->config.model_type);
+    if (global && !m->config.local_attention)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no global attention (pf_forward_seq2seq_global "
+                        "takes an encoder with Longformer's: LED)", m->config.model_type);
     if (batch > m->group->max_batch)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, m->group->max_batch);
-    int32_t *src = NULL;
+    int32_t *src = NULL, *src_global = NULL;
     int *src_pads = NULL, src_width;
     r = pf__pad_rows(m, "source", sources, source_lengths, batch, 1, &src_width, &src, &src_pads);
-    if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, NULL);
+    if (!r) r = pf__source_global_rows(m, "source", global, source_lengths, batch, src_width, &src_global);
+    if (!r) r = pf__encoder_pass(m, src, NULL, src_pads, batch, src_width, src_global, NULL);
     if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, src_width, src_pads, logits);
-    free(src), free(src_pads);
+    free(src), free(src_global), free(src_pads);
     return r;
 }
 
@@ -1284,7 +1316,19 @@ pf_result pf_forward_seq2seq(pf_model *m, const int32_t *const *source_ids, cons
     if (!m) return PF_ERROR_INVALID_ARGUMENT;
     pf_result r = pf__request_lock(m, "pf_forward_seq2seq");
     if (r) return r;
-    r = pf__forward_seq2seq_locked(m, source_ids, source_lengths, decoder_ids, decoder_lengths, batch, logits);
+    r = pf__forward_seq2seq_locked(m, source_ids, NULL, source_lengths, decoder_ids, decoder_lengths, batch, logits);
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_forward_seq2seq_global(pf_model *m, const int32_t *const *source_ids, const int32_t *const *global_attention,
+                                    const int *source_lengths, const int32_t *const *decoder_ids, const int *decoder_lengths,
+                                    int batch, float *logits) {
+    if (!m) return PF_ERROR_INVALID_ARGUMENT;
+    pf_result r = pf__request_lock(m, "pf_forward_seq2seq_global");
+    if (r) return r;
+    r = pf__forward_seq2seq_locked(m, source_ids, global_attention, source_lengths, decoder_ids, decoder_lengths, batch,
+                                   logits);
     pf__request_unlock(m);
     return r;
 }
@@ -1352,7 +1396,7 @@ PF_PRIVATE pf_result pf__encode_audio_features_locked(pf_model *m, const float *
     hidden = (float *)malloc((size_t)batch * T * d * sizeof(float));
     if (e) e->offsets = (int *)calloc((size_t)batch + 1, sizeof(int));
     if (!e || !e->offsets || !hidden) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, hidden);
+    if (!r) r = pf__encoder_pass(m, NULL, rows, pads, batch, T, NULL, hidden);
     if (!r) { /* drop the pads: row b's frames are its last T - pads[b] */
         e->batch = batch;
         e->hidden_size = (int)d;

@@ -360,6 +360,9 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
              o->num_begin_suppress_tokens < 0 || (o->num_begin_suppress_tokens > 0 && !o->begin_suppress_tokens))
         bad = "suppress_tokens (or begin_suppress_tokens) and their count disagree";
     if (bad) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s", bad);
+    if (o->global_attention && !(pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ && m->config.local_attention))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: global_attention needs an encoder-decoder whose encoder "
+                        "has Longformer's global attention (LED); model_type \"%s\" has none", m->config.model_type);
     int vocab = m->config.vocab_size;
     /* Every count against its limit before its array is read: a count past the caller's array
        would read beyond it. */
@@ -737,7 +740,8 @@ static void pf__ban_source_ngrams(const pf__generation_state *st, int i, float *
    the decoder. */
 static pf_result pf__generation_prefill_seq2seq(pf__generation_state *st) {
     pf_model *m = st->m;
-    pf_result r = pf__encoder_pass(m, st->sources, st->source_features, st->source_pads, st->batch, st->source_width, NULL);
+    pf_result r = pf__encoder_pass(m, st->sources, st->source_features, st->source_pads, st->batch, st->source_width,
+                                  st->source_global, NULL);
     for (int i = 0; i < st->num_rows; i++) {
         st->src[i] = i / st->per_prompt;
         st->cross_pads[i] = st->source_pads[i / st->per_prompt];
@@ -1157,7 +1161,8 @@ PF_PRIVATE void pf__generation_free(pf__generation_state *st) {
     free(st->rows), free(st->pool[0]), free(st->pool[1]), free(st->ids), free(st->pads), free(st->src), free(st->seen);
     free(st->candidates), free(st->hyps), free(st->num_hyps), free(st->open), free(st->next_tokens), free(st->next_scores);
     free(st->streams), free(st->stream_text), free(st->stop_text), free(st->json);
-    free(st->sources), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens), free(st->top_k_candidates);
+    free(st->sources), free(st->source_global), free(st->source_pads), free(st->cross_pads), free(st->argmax_tokens);
+    free(st->top_k_candidates);
     free(st->raw_scores), free(st->step_logprobs), free(st->step_top_tokens), free(st->step_top_logprobs);
 }
 
@@ -1201,6 +1206,7 @@ PF_PRIVATE pf_result pf__generate_locked(pf_model *m, const int32_t *const *prom
             else memcpy(st.source_pads, feature_pads, (size_t)batch * sizeof(int));
         } else {
             r = pf__pad_rows(m, "prompt", prompts, lengths, batch, 1, &st.source_width, &st.sources, &st.source_pads);
+            if (!r) r = pf__source_global_rows(m, "prompt", o->global_attention, lengths, batch, st.source_width, &st.source_global);
         }
         starts = (const int32_t **)malloc((size_t)batch * sizeof *starts);
         start_lengths = (int *)malloc((size_t)batch * sizeof *start_lengths);

@@ -17,7 +17,7 @@ static pf_result pf__forward_audio_locked(pf_model *m, const float *const *featu
     float *rows = NULL;
     int *src_pads = NULL, T = 0;
     if ((r = pf__audio_source_rows(m, "pf_forward_audio", features, num_frames, batch, &rows, &T, &src_pads))) return r;
-    r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL);
+    r = pf__encoder_pass(m, NULL, rows, src_pads, batch, T, NULL, NULL);
     if (!r) r = pf__decoder_logits(m, decoder_ids, decoder_lengths, batch, T, src_pads, logits);
     free(rows), free(src_pads);
     return r;
@@ -44,7 +44,7 @@ static pf_result pf__detect_languages(pf_model *m, const float *rows, const int 
     float *logits = (float *)malloc((size_t)batch * vocab * sizeof(float));
     pf_result r = starts && pads && logits ? PF_OK : PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && b < batch; b++) starts[b] = c->decoder_start_token_id;
-    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL);
+    if (!r) r = pf__encoder_pass(m, NULL, rows, source_pads, batch, width, NULL, NULL);
     if (!r) {
         pf__job job = {.step = {.ids = starts, .batch = batch, .seq_len = 1, .pad = pads, .cross_len = width,
                                 .cross_pad = source_pads},

@@ -2317,7 +2317,9 @@ PF_PRIVATE pf_result pf__subsampler_rows(pf_model *m, const char *call, const fl
 PF_PRIVATE pf_result pf__pad_rows(pf_model *m, const char *what, const int32_t *const *rows, const int *lengths, int batch,
                               int source, int *width, int32_t **ids, int **pads);
 PF_PRIVATE pf_result pf__encoder_pass(pf_model *m, const int32_t *sources, const float *features, const int *pads, int batch,
-                                  int width, float *hidden);
+                                  int width, const int32_t *global_tokens, float *hidden);
+PF_PRIVATE pf_result pf__source_global_rows(pf_model *m, const char *what, const int32_t *const *global, const int *lengths,
+                                        int batch, int width, int32_t **out);
 PF_PRIVATE pf_result pf__decoder_logits(pf_model *m, const int32_t *const *decoder_ids, const int *decoder_lengths, int batch,
                                     int cross_len, const int *cross_pads, float *logits);
 
@@ -2452,6 +2454,8 @@ typedef struct pf__generation_state {
                                      [hidden] instead of sources; the caller's */
     int seq2seq;                  /* 1: an encoder-decoder (sources or source_features) */
     int *source_pads;             /* [batch] */
+    int32_t *source_global;       /* LED: [batch][source_width], 1 for a source token with global
+                                     attention (options' global_attention, pads 0); NULL: none */
     int *cross_pads;              /* [num_rows]: the source pads of each row's prompt */
     int source_width;
     int32_t *argmax_tokens;       /* [num_rows]: a step's greedy tokens, chosen on the devices */

@@ -87,6 +87,14 @@ BART_SHAPE = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=2
                   bos_token_id=0, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None)
 # T5's task heads as BART's: eos 2 (the rows' eos), decoder start 0
 T5_TASK_SHAPE = dict(T5_SHAPE, eos_token_id=2, pad_token_id=0, decoder_start_token_id=0)
+# LED: BART's shape with Longformer's attention in the encoder: 4 heads (3 ranks split them
+# unevenly), windows 4 and 8 (one-sided 2 and 4) below the 8- and 12-token rows; no global tokens
+# (LED's classes take none by default)
+LED_SHAPE = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                 decoder_attention_heads=4, encoder_ffn_dim=96, decoder_ffn_dim=96, max_encoder_position_embeddings=32,
+                 max_decoder_position_embeddings=32, attention_window=[4, 8], init_std=0.2, dropout=0.0,
+                 attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                 decoder_start_token_id=2)
 SEQ2SEQ_ROWS = [
     ([0, 17, 45, 2, 88, 9, 63, 2], [0] * 8),
     ([0, 5, 77, 31, 101, 2, 54, 12, 96, 40, 8, 2], [0] * 12),
@@ -272,6 +280,7 @@ FIXTURE_HEADS = [  # dir, config class, its shape, model class, label count
     ("flaubert", "FlaubertConfig", XLM_SHAPE, "FlaubertModel", None),
     ("flaubert-mlm", "FlaubertConfig", XLM_SHAPE, "FlaubertWithLMHeadModel", None),
     ("flaubert-cls", "FlaubertConfig", XLM_LANGS, "FlaubertForSequenceClassification", 3),
+    ("led-qa", "LEDConfig", LED_SHAPE, "LEDForQuestionAnswering", None),  # BART's QA head over LED's towers
 ]
 # The Longformer fixtures given global tokens (the others: their heads' defaults).
 LONGFORMER_GIVEN_GLOBAL = ("longformer", "longformer-mlm", "longformer-tok")

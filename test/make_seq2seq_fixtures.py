@@ -77,9 +77,11 @@ make('pegasus-s2s', 'PegasusConfig', 'PegasusForConditionalGeneration', dict(KIN
 # LED: BART's towers with Longformer's attention in the encoder: 4 heads (3 ranks split them
 # unevenly), windows 4 and 8 (one-sided 2 and 4, below the 7- and 12-token sources), positions from
 # row 0 in tables of their own. Its own seed, so that it is the same made alone. encoder_hidden.bin
-# and the generate() cases run without global tokens (as LED's generate does unless given a mask);
+# and the generate() cases run without global tokens (as LED's generate does unless given a mask) but for
+# the global_* cases (global= lines: generate(global_attention_mask=...));
 # encoder_hidden_global.bin is the encoder's output with the global tokens of reference.txt's
-# global<i>= lines (pf_encode_global).
+# global<i>= lines (pf_encode_global), decoder_logits_global.bin the decoder's logits over it
+# (pf_forward_seq2seq_global).
 LED = dict(vocab_size=120, d_model=48, encoder_layers=2, decoder_layers=3, encoder_attention_heads=4, decoder_attention_heads=4,
            encoder_ffn_dim=96, decoder_ffn_dim=96, max_encoder_position_embeddings=64, max_decoder_position_embeddings=64,
            attention_window=[4, 8], dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1,
@@ -91,14 +93,19 @@ if not ONLY or 'led-s2s' in ONLY:
     d = FIXTURES / 'led-s2s'
     m = transformers.LEDForConditionalGeneration.from_pretrained(d).eval()
     src = [[5, 17, 45, 88, 9, 63, 2], [5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 33, 2], [19, 64, 3, 2]]
-    hidden = []
+    dec = [[int(t) for t in line.split('=')[1].split(',')] for line in (d / 'reference.txt').read_text().splitlines()
+           if line.startswith('dec')]  # make()'s decoder inputs
+    hidden, logits = [], []
     with torch.no_grad():
-        for s, g in zip(src, LED_GLOBAL):
+        for s, g, t in zip(src, LED_GLOBAL, dec):
             out = m.get_encoder()(input_ids=torch.tensor([s]), global_attention_mask=torch.tensor([g])).last_hidden_state[0]
             plain = m.get_encoder()(input_ids=torch.tensor([s])).last_hidden_state[0]
             assert any(g) == bool((out - plain).abs().max() > 1e-2), "led-s2s: global tokens must move their rows' outputs"
             hidden.append(out.numpy())
+            logits.append(m(input_ids=torch.tensor([s]), global_attention_mask=torch.tensor([g]),
+                            decoder_input_ids=torch.tensor([t]), use_cache=False).logits[0].numpy())
     np.concatenate(hidden).astype('<f4').tofile(d / 'encoder_hidden_global.bin')
+    np.concatenate(logits).astype('<f4').tofile(d / 'decoder_logits_global.bin')  # pf_forward_seq2seq_global's
     with open(d / 'reference.txt', 'a') as f:
         for i, g in enumerate(LED_GLOBAL): f.write(f"global{i}=" + ",".join(map(str, g)) + "\n")
 
@@ -110,11 +117,20 @@ def cases(name, model_cls):
     m = getattr(transformers, model_cls).from_pretrained(d).eval()
     P = [[5, 17, 45, 88, 9, 63, 2], [5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 33, 2], [19, 64, 3, 2]]
     out = []
-    def run(case, prompts, opts):
+    def run(case, prompts, opts, global_rows=None):
         L = max(map(len, prompts)); pad = m.config.pad_token_id
         ids = torch.tensor([p + [pad] * (L - len(p)) for p in prompts]); mask = torch.tensor([[1]*len(p) + [0]*(L-len(p)) for p in prompts])
+        extra = {}
+        if global_rows:  # LED: the encoder's global tokens, a global= line a prompt (pads 0)
+            extra['global_attention_mask'] = torch.tensor([g + [0] * (L - len(g)) for g in global_rows])
         with torch.no_grad():
-            g = m.generate(ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True, **opts)
+            g = m.generate(ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True, **opts, **extra)
+            if global_rows:  # the mask must change what generate() returns, or the case could not fail without it
+                plain = m.generate(ids, attention_mask=mask, return_dict_in_generate=True, output_scores=True, **opts)
+                moved = plain.sequences.shape != g.sequences.shape or (plain.sequences != g.sequences).any() or \
+                    (opts.get("num_beams", 1) > 1 and (plain.sequences_scores - g.sequences_scores).abs().max() > 1e-3)
+                assert moved, f"{name} {case}: the global tokens change nothing"
+        global_lines = ["global=" + ",".join(map(str, r)) for r in global_rows] if global_rows else []
         eos = m.generation_config.eos_token_id
         if opts.get("num_beams", 1) == 1:  # each greedy choice decisive, as make_generation_fixtures.py asks
             for step, scores in enumerate(g.scores):
@@ -124,7 +140,7 @@ def cases(name, model_cls):
                     top = torch.topk(scores[row].float(), 2).values
                     if top[0] - top[1] <= 1e-3 and torch.isfinite(top[1]):
                         raise SystemExit(f"{name} {case}: step {step} row {row} is a near tie ({float(top[0] - top[1]):.2e})")
-        lines = [f"case={case}", "options=" + json.dumps(opts)] + ["prompt=" + ",".join(map(str, p)) for p in prompts]
+        lines = [f"case={case}", "options=" + json.dumps(opts)] + ["prompt=" + ",".join(map(str, p)) for p in prompts] + global_lines
         for i, seq in enumerate(g.sequences.tolist()):
             new = seq[1:]
             if eos in new: new = new[:new.index(eos) + 1]
@@ -140,6 +156,10 @@ def cases(name, model_cls):
     run("suppress", P[:2], dict(max_new_tokens=8, do_sample=False, num_beams=1, suppress_tokens=[4, 85],
                                 begin_suppress_tokens=[43]))
     run("forced", P[2:], dict(max_new_tokens=6, do_sample=False, num_beams=1, forced_bos_token_id=7, forced_eos_token_id=m.generation_config.eos_token_id))
+    if name == 'led-s2s':  # generate(global_attention_mask=...): reference.txt's global tokens (row 2 none)
+        run("global_batch3", P, dict(max_new_tokens=10, do_sample=False, num_beams=1), LED_GLOBAL)
+        run("global_beam3_batch2", P[:2], dict(max_new_tokens=8, do_sample=False, num_beams=3, num_return_sequences=2), LED_GLOBAL[:2])
+        run("global_ngram", P[1:2], dict(max_new_tokens=12, do_sample=False, num_beams=1, no_repeat_ngram_size=1), [[int(t in (3, 11)) for t in range(12)]])
     if getattr(m.generation_config, 'encoder_no_repeat_ngram_size', 0):
         # a source holding the start of its own unbanned output, so that the ban changes the result
         for extra in range(1, 40):

@@ -74,6 +74,9 @@ typedef struct test_gen_case {
     int32_t bad_ids[8][4];
     pf_token_sequence bad[8];
     int prompts[TEST_MAX_ROWS][TEST_MAX_IDS], prompt_lengths[TEST_MAX_ROWS], num_prompts;
+    int32_t global[TEST_MAX_ROWS][TEST_MAX_IDS]; /* LED's global= lines, one a prompt after them */
+    const int32_t *global_rows[TEST_MAX_ROWS];   /* options.global_attention points here */
+    int num_global;
     int outputs[TEST_MAX_ROWS * 4][TEST_MAX_IDS], output_lengths[TEST_MAX_ROWS * 4], num_outputs;
     float scores[TEST_MAX_ROWS * 4];
     int num_scores;

@@ -33,7 +33,7 @@ static int run(const char *command, char *last_line, size_t cap) {
 /* The CLI explains itself: --help has a line for every option, --version says the library's,
    and a wrong flag or value is named with what is allowed (exit status 2). */
 static void check_cli_help(const char *dir) {
-    static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "-n, --max-new-tokens", "-r, --ranks", "--gpus", "-c, --ctx-size",
+    static const char *const options[] = {"--ids", "--batch-file", "--ids-lines", "--global-tokens", "-n, --max-new-tokens", "-r, --ranks", "--gpus", "-c, --ctx-size",
                                           "--device", "--dtype", "--bf16-products", "--kv-cache", "--no-cuda-graphs", "--dump-logits", "--policy", "--beams", "--return",
                                           "--no-repeat-ngram", "--sample", "--temperature", "--top-k", "--top-p",
                                           "--repetition-penalty", "--min-p", "--presence-penalty", "--frequency-penalty",

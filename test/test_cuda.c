@@ -1713,32 +1713,35 @@ static void test_clip(void) {
 }
 
 /* An encoder-decoder fixture (make_seq2seq_fixtures.py) on the GPU in fp32, 1 and 2 ranks: the
-   decoder's logits of the fixture's rows against the CPU backend's, and its recorded generate()
-   cases token for token. */
+   decoder's logits of the fixture's rows against the CPU backend's (LED's also with the global
+   tokens of its global<i>= lines: pf_forward_seq2seq_global), and its recorded generate() cases
+   token for token. */
 static void test_seq2seq_fixture(const char *name) {
     char dir[1024], path[1100], line[4096];
-    int32_t rows[2][8][TEST_MAX_IDS];
-    int lengths[2][8] = {{0}}, batch = 0;
+    int32_t rows[3][8][TEST_MAX_IDS];
+    int lengths[3][8] = {{0}}, batch = 0, has_global = 0;
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
     snprintf(path, sizeof path, "%s/reference.txt", dir);
     FILE *f = fopen(path, "r");
-    while (f && fgets(line, sizeof line, f)) { /* src<i>= and dec<i>= rows */
-        int i, ids[TEST_MAX_IDS], n, kind = !strncmp(line, "src", 3) ? 0 : !strncmp(line, "dec", 3) ? 1 : -1;
+    while (f && fgets(line, sizeof line, f)) { /* src<i>=, dec<i>= and global<i>= rows */
+        int i, ids[TEST_MAX_IDS], n, kind = !strncmp(line, "src", 3) ? 0 : !strncmp(line, "dec", 3) ? 1
+                                                                   : !strncmp(line, "global", 6) ? 2 : -1;
         char *eq = strchr(line, '=');
-        if (kind < 0 || !eq || sscanf(line + 3, "%d", &i) != 1 || i < 0 || i >= 8) continue;
+        if (kind < 0 || !eq || sscanf(line + (kind == 2 ? 6 : 3), "%d", &i) != 1 || i < 0 || i >= 8) continue;
         if ((n = test_parse_ids(eq + 1, ids, TEST_MAX_IDS)) <= 0) continue;
         for (int t = 0; t < n; t++) rows[kind][i][t] = ids[t];
         lengths[kind][i] = n;
+        has_global |= kind == 2;
         if (i + 1 > batch) batch = i + 1;
     }
     if (f) fclose(f);
-    const int32_t *src[8], *dec[8];
+    const int32_t *src[8], *dec[8], *global[8];
     size_t tokens = 0;
     int ok = batch > 0;
     for (int b = 0; b < batch; b++) {
-        src[b] = rows[0][b], dec[b] = rows[1][b];
+        src[b] = rows[0][b], dec[b] = rows[1][b], global[b] = rows[2][b];
         tokens += (size_t)lengths[1][b];
-        ok &= lengths[0][b] > 0 && lengths[1][b] > 0;
+        ok &= lengths[0][b] > 0 && lengths[1][b] > 0 && (!has_global || lengths[2][b] == lengths[0][b]);
     }
     CHECK_MSG(ok, "%s: reference.txt unreadable", name);
     if (!ok) return;
@@ -1750,11 +1753,15 @@ static void test_seq2seq_fixture(const char *name) {
     size_t vocab = r == PF_OK ? (size_t)pf_get_info(m).vocab_size : 0;
     if (r == PF_OK) test_gen_cases_with_model_defaults(m, cases, num_cases);
     float *want = (float *)malloc(tokens * vocab * sizeof(float)), *got = (float *)malloc(tokens * vocab * sizeof(float));
+    float *want_global = has_global ? (float *)malloc(tokens * vocab * sizeof(float)) : NULL;
     pf_parallel_options po = pf_parallel_options_init();
     po.device = PF_DEVICE_CPU;
     po.max_batch = 8;
     if (r == PF_OK) r = want && got ? pf_parallelize(m, 1, &po) : PF_ERROR_OUT_OF_MEMORY;
     if (r == PF_OK) r = pf_forward_seq2seq(m, src, lengths[0], dec, lengths[1], batch, want);
+    if (r == PF_OK && has_global)
+        r = want_global ? pf_forward_seq2seq_global(m, src, global, lengths[0], dec, lengths[1], batch, want_global)
+                        : PF_ERROR_OUT_OF_MEMORY;
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     for (int ranks = 1; r == PF_OK && ranks <= 2; ranks++) {
         char what[160];
@@ -1769,6 +1776,13 @@ static void test_seq2seq_fixture(const char *name) {
         if (rr) continue;
         float worst = test_max_abs_diff(got, want, tokens * vocab);
         CHECK_MSG(worst <= 1e-3f, "%s: logits differ from the CPU by %g", what, worst);
+        if (has_global) {
+            rr = pf_forward_seq2seq_global(m, src, global, lengths[0], dec, lengths[1], batch, got);
+            CHECK_MSG(rr == PF_OK, "%s: pf_forward_seq2seq_global: %s", what, pf_error_message(m));
+            float diff = rr == PF_OK ? test_max_abs_diff(got, want_global, tokens * vocab) : INFINITY;
+            CHECK_MSG(diff <= 1e-3f, "%s: logits with global tokens differ from the CPU by %g", what, diff);
+            if (diff > worst) worst = diff;
+        }
         int matched = 0, captures0, launches0, captures1, launches1;
         graph_counts(&captures0, &launches0);
         for (int i = 0; i < num_cases; i++) matched += test_check_gen_case(m, what, &cases[i]);
@@ -1781,6 +1795,7 @@ static void test_seq2seq_fixture(const char *name) {
     }
     free(want);
     free(got);
+    free(want_global);
     pf_free(m);
 }
 

@@ -1318,6 +1318,7 @@ void test_encoders(void) {
     test_encoder_fixture_of("gpt2-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, DECODER);
     test_encoder_fixture_of("bart-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
     test_encoder_fixture_of("bart-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
+    test_encoder_fixture_of("led-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER); /* BART's head over LED's towers */
     test_encoder_fixture_of("t5-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
     test_encoder_fixture_of("t5-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
     test_encoder_fixture("dpr-question", PF_HEAD_NONE, 0, 0);

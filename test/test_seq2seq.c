@@ -126,6 +126,8 @@ static void test_seq2seq_fixture(const char *name) {
         char what[160];
         snprintf(what, sizeof what, "%s after pf_to_cpu", name);
         check_outputs(m, what, dir, &ref);
+        for (int k = 0; k < num_cases; k++) /* LED's with global tokens: their own pass through the encoder */
+            if (cases[k].num_global) test_check_gen_case(m, what, &cases[k]);
     }
     /* max_batch 1 (as the CLI sizes one greedy prompt): no beam rows to copy the encoder's output to */
     pf_parallel_options one = pf_parallel_options_init();
@@ -185,7 +187,85 @@ static void test_led_global_tokens(void) {
         CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
         if (r == PF_OK) check_floats(what, dir, "encoder_hidden_global.bin", e->last_hidden_state, tokens * d);
         pf_encoding_free(e);
+        const int32_t *dec[ROWS];
+        size_t dec_tokens = 0, vocab = (size_t)pf_get_info(m).vocab_size;
+        for (int b = 0; b < ref.rows; b++) dec[b] = ref.dec[b], dec_tokens += (size_t)ref.dec_lengths[b];
+        float *logits = (float *)malloc(dec_tokens * vocab * sizeof(float));
+        r = logits ? pf_forward_seq2seq_global(m, src, rows_global, ref.src_lengths, dec, ref.dec_lengths, ref.rows, logits)
+                   : PF_ERROR_OUT_OF_MEMORY;
+        CHECK_MSG(r == PF_OK, "%s: pf_forward_seq2seq_global: %s", what, pf_error_message(m));
+        if (r == PF_OK) check_floats(what, dir, "decoder_logits_global.bin", logits, dec_tokens * vocab);
+        free(logits);
     }
+    /* generate's global_attention (its cases are in generation_cases.txt): a value other than 0 or 1
+       refused naming it; pf_generate_text, which tokenizes the prompt itself, takes none */
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 2;
+    int32_t two[TEST_MAX_IDS] = {0}, out[4];
+    two[3] = 2;
+    const int32_t *bad_rows[1] = {two};
+    o.global_attention = bad_rows;
+    int n = 0;
+    CHECK(pf_generate(m, src[0], ref.src_lengths[0], &o, out, 4, &n) == PF_ERROR_INVALID_ARGUMENT &&
+          strstr(pf_error_message(m), "prompt 0, token 3: global attention 2 is not 0 or 1"));
+    char *text = NULL;
+    CHECK(pf_generate_text(m, "hello", &o, &text) == PF_ERROR_UNSUPPORTED && !text &&
+          strstr(pf_error_message(m), "pf_generate_text takes no global_attention"));
+    const int32_t *first_dec[1] = {ref.dec[0]};
+    float *first_logits = (float *)malloc((size_t)ref.dec_lengths[0] * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+    CHECK(first_logits && pf_forward_seq2seq_global(m, src, bad_rows, ref.src_lengths, first_dec, ref.dec_lengths, 1,
+                                                    first_logits) == PF_ERROR_INVALID_ARGUMENT &&
+          strstr(pf_error_message(m), "source 0, token 3: global attention 2 is not 0 or 1"));
+    free(first_logits);
+    pf_free(m);
+    /* build/generate --global-tokens: the global_ngram case's prompt, its global positions, its tokens */
+    static test_gen_case cases[TEST_MAX_GEN_CASES];
+    int num_cases = test_read_gen_cases("led-s2s", cases, TEST_MAX_GEN_CASES), at = -1;
+    for (int k = 0; k < num_cases; k++)
+        if (!strcmp(cases[k].name, "global_ngram")) at = k;
+    CHECK_MSG(at >= 0 && cases[at].num_prompts == 1 && cases[at].num_outputs == 1, "led-s2s: no case global_ngram");
+    if (at >= 0) {
+        const test_gen_case *c = &cases[at];
+        char ids[512] = "", positions[512] = "", want[512] = "", command[4096], got[4096];
+        for (int t = 0; t < c->prompt_lengths[0]; t++) {
+            snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", t ? "," : "", c->prompts[0][t]);
+            if (c->global[0][t])
+                snprintf(positions + strlen(positions), sizeof positions - strlen(positions), "%s%d", positions[0] ? "," : "", t);
+        }
+        for (int t = 0; t < c->output_lengths[0]; t++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d", t ? "," : "", c->outputs[0][t]);
+        snprintf(command, sizeof command, "%s %s --ids %s --global-tokens %s -n %d --no-repeat-ngram %d -r 2 --device cpu",
+                 test_generate_binary, dir, ids, positions, c->options.max_new_tokens, c->options.no_repeat_ngram_size);
+        int status = test_run_output(command, got, sizeof got);
+        got[strcspn(got, "\n")] = 0;
+        CHECK_MSG(status == 0 && !strcmp(got, want), "%s: exit %d, printed \"%s\", transformers' \"%s\"", command, status,
+                  got, want);
+        snprintf(command, sizeof command, "%s %s --ids %s --global-tokens 0,%d -n 2 --device cpu 2>&1", test_generate_binary,
+                 dir, ids, c->prompt_lengths[0]);
+        status = test_run_output(command, got, sizeof got);
+        snprintf(want, sizeof want, "--global-tokens position %d is beyond prompt 1's %d tokens", c->prompt_lengths[0],
+                 c->prompt_lengths[0]);
+        CHECK_MSG(status == 1 && strstr(got, want), "%s: exit %d, %s", command, status, got);
+        /* a model without global attention: the library's refusal */
+        snprintf(command, sizeof command, "%s %s/bart-s2s --ids %s --global-tokens 0 -n 2 --device cpu 2>&1",
+                 test_generate_binary, test_fixtures, ids);
+        status = test_run_output(command, got, sizeof got);
+        CHECK_MSG(status == 1 && strstr(got, "global_attention needs an encoder-decoder whose encoder has Longformer's"),
+                  "%s: exit %d, %s", command, status, got);
+    }
+    /* a model without Longformer's attention refuses the option */
+    snprintf(dir, sizeof dir, "%s/bart-s2s", test_fixtures);
+    m = NULL;
+    CHECK_MSG(pf_load(dir, NULL, &m) == PF_OK, "bart-s2s: %s", pf_error_message(m));
+    const int32_t *none_rows[1] = {global[2]};
+    o.global_attention = none_rows; /* even all 0 */
+    CHECK(m && pf_generate(m, src[2], ref.src_lengths[2], &o, out, 4, &n) == PF_ERROR_UNSUPPORTED &&
+          strstr(pf_error_message(m), "global_attention needs an encoder-decoder whose encoder has Longformer's"));
+    const int32_t *dec0[1] = {ref.dec[0]};
+    float *logit = m ? (float *)malloc((size_t)ref.dec_lengths[0] * (size_t)pf_get_info(m).vocab_size * sizeof(float)) : NULL;
+    CHECK(logit && pf_forward_seq2seq_global(m, src + 2, none_rows, ref.src_lengths + 2, dec0, ref.dec_lengths, 1, logit) ==
+                       PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "has no global attention"));
+    free(logit);
     pf_free(m);
 }
 

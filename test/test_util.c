@@ -264,6 +264,16 @@ int test_read_gen_cases(const char *fixture, test_gen_case *cases, int cap) {
             c->prompt_lengths[c->num_prompts] = test_parse_ids(v, c->prompts[c->num_prompts], TEST_MAX_IDS);
             bad |= c->prompt_lengths[c->num_prompts] < 1;
             c->num_prompts++;
+        } else if (!strcmp(line, "global")) { /* after the prompts, one a prompt */
+            test_gen_case *c = &cases[n];
+            int values[TEST_MAX_IDS], k = c->num_global++;
+            if (k >= c->num_prompts || test_parse_ids(v, values, TEST_MAX_IDS) != c->prompt_lengths[k]) {
+                bad = 1;
+                break;
+            }
+            for (int t = 0; t < c->prompt_lengths[k]; t++) c->global[k][t] = values[t];
+            c->global_rows[k] = c->global[k];
+            c->options.global_attention = c->global_rows;
         } else if (!strcmp(line, "output") && cases[n].num_outputs < TEST_MAX_ROWS * 4) {
             test_gen_case *c = &cases[n];
             c->output_lengths[c->num_outputs] = test_parse_ids(v, c->outputs[c->num_outputs], TEST_MAX_IDS);
@@ -274,6 +284,7 @@ int test_read_gen_cases(const char *fixture, test_gen_case *cases, int cap) {
         }
     }
     fclose(f);
+    for (int k = 0; k <= n && k < cap; k++) bad |= cases[k].num_global && cases[k].num_global != cases[k].num_prompts;
     return bad ? -1 : (n >= cap ? cap : n + 1);
 }
 
