@@ -946,30 +946,43 @@ static void check_scores(const char *what, const char *got, const char *referenc
     free(want);
 }
 
-/* build/classify against transformers' pipelines on an NLI model (test/make_encoder_fixtures.py's
-   bart-mnli): the text's label scores, zero-shot over three labels (one softmax, and each label
-   alone), on 2 and 3 ranks; a model without the head refused. */
-static void test_text_classify_cli(void) {
-    char binary[1024], dir[1024], command[4096], out[1024], path[1100], text[512] = "";
-    test_example_path("classify", binary, sizeof binary);
-    snprintf(dir, sizeof dir, "%s/bart-mnli", test_fixtures);
+/* A classify case: its options, and the file of the fixture's scores it must print. */
+typedef struct classify_run {
+    const char *options, *reference;
+} classify_run;
+
+/* build/classify on fixture `name`'s text (text.txt's first line, into text) with each run's options,
+   its scores against the run's reference file; binary and dir are set for the caller's own cases. */
+static void classify_runs(const char *name, const classify_run *runs, size_t count, char *binary, size_t binary_size,
+                          char *dir, size_t dir_size, char *text, size_t text_size) {
+    char command[4096], out[1024], path[1100];
+    test_example_path("classify", binary, binary_size);
+    snprintf(dir, dir_size, "%s/%s", test_fixtures, name);
     snprintf(path, sizeof path, "%s/text.txt", dir);
     size_t size = 0;
     char *lines = test_read_file(path, &size);
-    if (lines) snprintf(text, sizeof text, "%.*s", (int)strcspn(lines, "\n"), lines);
+    if (lines) snprintf(text, text_size, "%.*s", (int)strcspn(lines, "\n"), lines);
     free(lines);
-    static const struct { const char *options, *reference; } runs[] = {
-        {"--gpus 2", "text_classification.txt"},
-        {"--gpus 3 --labels technology,cooking,sports", "zero_shot.txt"},
-        {"--gpus 2 --labels technology,cooking,sports --multi-label", "zero_shot_multi.txt"},
-    };
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    for (size_t i = 0; i < count; i++) {
         snprintf(command, sizeof command, "%s %s \"%s\" --device cpu %s 2>&1", binary, dir, text, runs[i].options);
         int status = test_run_output(command, out, sizeof out);
         snprintf(path, sizeof path, "%s/%s", dir, runs[i].reference);
         CHECK_MSG(status == 0, "classify %s: exit %d: %s", runs[i].options, status, out);
         if (status == 0) check_scores(runs[i].options, out, path);
     }
+}
+
+/* build/classify against transformers' pipelines on an NLI model (test/make_encoder_fixtures.py's
+   bart-mnli): the text's label scores, zero-shot over three labels (one softmax, and each label
+   alone), on 2 and 3 ranks; a model without the head refused. */
+static void test_text_classify_cli(void) {
+    char binary[1024], dir[1024], command[4096], out[1024], text[512] = "";
+    static const classify_run runs[] = {
+        {"--gpus 2", "text_classification.txt"},
+        {"--gpus 3 --labels technology,cooking,sports", "zero_shot.txt"},
+        {"--gpus 2 --labels technology,cooking,sports --multi-label", "zero_shot_multi.txt"},
+    };
+    classify_runs("bart-mnli", runs, sizeof runs / sizeof runs[0], binary, sizeof binary, dir, sizeof dir, text, sizeof text);
     snprintf(command, sizeof command, "%s %s/gpt2-tiny \"a text\" --device cpu 2>&1", binary, test_fixtures);
     int status = test_run_output(command, out, sizeof out);
     CHECK_MSG(status == 1 && strstr(out, "no sequence-classification head"), "classify on a causal LM: exit %d: %s", status, out);
@@ -980,25 +993,13 @@ static void test_text_classify_cli(void) {
    --global-tokens 1,5,9 (transformers' model given that mask), on 2 and 3 ranks; a position beyond
    the input, or a list that is not one, refused. */
 static void test_longformer_classify_cli(void) {
-    char binary[1024], dir[1024], command[4096], out[1024], path[1100], text[512] = "";
-    test_example_path("classify", binary, sizeof binary);
-    snprintf(dir, sizeof dir, "%s/longformer-text", test_fixtures);
-    snprintf(path, sizeof path, "%s/text.txt", dir);
-    size_t size = 0;
-    char *lines = test_read_file(path, &size);
-    if (lines) snprintf(text, sizeof text, "%.*s", (int)strcspn(lines, "\n"), lines);
-    free(lines);
-    static const struct { const char *options, *reference; } runs[] = {
+    char binary[1024], dir[1024], command[4096], out[1024], text[512] = "";
+    static const classify_run runs[] = {
         {"--gpus 2", "text_classification.txt"},
         {"--gpus 3 --global-tokens 1,5,9", "global.txt"},
     };
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
-        snprintf(command, sizeof command, "%s %s \"%s\" --device cpu %s 2>&1", binary, dir, text, runs[i].options);
-        int status = test_run_output(command, out, sizeof out);
-        snprintf(path, sizeof path, "%s/%s", dir, runs[i].reference);
-        CHECK_MSG(status == 0, "classify %s: exit %d: %s", runs[i].options, status, out);
-        if (status == 0) check_scores(runs[i].options, out, path);
-    }
+    classify_runs("longformer-text", runs, sizeof runs / sizeof runs[0], binary, sizeof binary, dir, sizeof dir, text,
+                  sizeof text);
     snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --global-tokens 1,500 2>&1", binary, dir, text);
     int status = test_run_output(command, out, sizeof out);
     CHECK_MSG(status == 1 && strstr(out, "position 500 is beyond the input's"), "classify --global-tokens 1,500: exit %d: %s",
