@@ -764,14 +764,24 @@ static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_
     return PF_OK;
 }
 
-/* deepseek2 files hold DeepSeek V2 or V3, told apart by the routing as llama.cpp tells them:
-   expert_gating_func 2 (sigmoid) is V3; 1 (softmax), or no key (the V2 files written before it), is
-   V2. */
-static int pf__gguf_mla_is_v2(const pf__gguf *g, const char *arch) {
+/* The PF_GGUF_CLASS_UNLESS rows: another family under one general.architecture. */
+static const struct { const char *arch, *suffix; double value; const char *model_type, *hf_class; } pf__gguf_classes[] = {
+#define PF_GGUF_CLASS_UNLESS(arch, suffix, value, model_type, hf_class) {arch, suffix, value, model_type, hf_class},
+#include "policies.inc"
+    {"", "", 0, NULL, NULL} /* none may be listed */
+};
+
+/* The PF_GGUF_CLASS_UNLESS row that takes a file of arch (its key not the row's value, or absent),
+   or -1: the PF_GGUF_ARCH row's family. */
+static int pf__gguf_class_row(const pf__gguf *g, const char *arch) {
     char key[96];
     double v = 0;
-    snprintf(key, sizeof key, "%s.expert_gating_func", arch);
-    return pf__gguf_get_number(g, key, &v) != 1 || v == 1;
+    for (size_t i = 0; i + 1 < PF__COUNT(pf__gguf_classes); i++) {
+        if (!pf__gguf_row_of(pf__gguf_classes[i].arch, arch)) continue;
+        snprintf(key, sizeof key, "%s.%s", arch, pf__gguf_classes[i].suffix);
+        if (pf__gguf_get_number(g, key, &v) != 1 || v != pf__gguf_classes[i].value) return (int)i;
+    }
+    return -1;
 }
 
 /* DeepSeek's (deepseek2's) config beyond the PF_GGUF_CONFIG rows, as llama.cpp reads the file:
@@ -789,7 +799,7 @@ static pf_result pf__gguf_mla_config(const pf__gguf *g, const char *arch, pf__to
     double v = 0, rope = 0, key_width = 0, value_width = 0;
     int flag = 0;
 #define PF__MLA_KEY(suffix) (snprintf(key, sizeof key, "%s.%s", arch, suffix), key)
-    int v2 = pf__gguf_mla_is_v2(g, arch);
+    int v2 = pf__gguf_class_row(g, arch) >= 0; /* softmax routing: DeepSeek V2's */
     if (pf__gguf_get_number(g, PF__MLA_KEY("expert_gating_func"), &v) == 1 && v != 1 && v != 2)
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g is neither softmax (1, DeepSeek V2's) nor "
                           "sigmoid (2, V3's)", g->path, key, v);
@@ -845,9 +855,10 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
     double heads = 0, v;
     int bad = 0;
     pf_result r;
-    int deepseek_v2 = a->rotary == 4 && pf__gguf_mla_is_v2(g, a->name);
+    int other = pf__gguf_class_row(g, a->name);
     snprintf(text, sizeof text, "{\"model_type\": \"%s\", \"architectures\": [\"%s\"]%s",
-             deepseek_v2 ? "deepseek_v2" : a->model_type, deepseek_v2 ? "DeepseekV2ForCausalLM" : a->hf_class, a->extra_config);
+             other >= 0 ? pf__gguf_classes[other].model_type : a->model_type,
+             other >= 0 ? pf__gguf_classes[other].hf_class : a->hf_class, a->extra_config);
     bad |= pf__gguf_put(b, text);
     bad |= pf__gguf_put(b, pf__gguf_has_tensor(g, "output.weight") ? ", \"tie_word_embeddings\": false"
                                                                     : ", \"tie_word_embeddings\": true");
