@@ -906,6 +906,14 @@ static float half_value(unsigned h) {
     return h & 0x8000 ? -magnitude : magnitude;
 }
 
+/* n pseudo-random bytes into p from *state (a 64-bit LCG's high bits), state advanced. */
+static void random_bytes(uint64_t *state, unsigned char *p, int n) {
+    for (int i = 0; i < n; i++) {
+        *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+        p[i] = (unsigned char)(*state >> 33);
+    }
+}
+
 /* Q4_G (GPTQ's and AWQ's 4-bit groups a block of 32 at a time: fp16 scale, zero byte, Q4_0's
    nibbles) against its definition, scale * (q - zero) in fp32: random blocks with every zero
    0..15, every nibble, and scales from subnormal to large fp16 numbers of both signs. */
@@ -917,10 +925,7 @@ static void test_q4_g_blocks(void) {
     uint64_t state = 19;
     for (size_t b = 0; blocks && values && b < BLOCK_ROWS * BLOCK_COLS / 32; b++) {
         unsigned char *block = blocks + b * BYTES;
-        for (int i = 0; i < BYTES; i++) {
-            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-            block[i] = (unsigned char)(state >> 33);
-        }
+        random_bytes(&state, block, BYTES);
         unsigned h = block[0] | (unsigned)block[1] << 8; /* any finite fp16: exponent 31 (inf, NaN) made 30 */
         if ((h >> 10 & 31) == 31) h &= ~(1u << 10);
         block[0] = (unsigned char)(h & 255), block[1] = (unsigned char)(h >> 8);
@@ -947,10 +952,7 @@ static void test_e4m3_blocks(void) {
     uint64_t state = 36;
     for (size_t b = 0; blocks && values && b < BLOCK_ROWS * BLOCK_COLS / 32; b++) {
         unsigned char *block = blocks + b * BYTES;
-        for (int i = 0; i < BYTES; i++) {
-            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-            block[i] = (unsigned char)(state >> 33);
-        }
+        random_bytes(&state, block, BYTES);
         float scale = ldexpf(1.0f + (float)block[0] / 256.0f, (int)(b % 31) - 20) * (block[1] & 1 ? -1.0f : 1.0f);
         memcpy(block, &scale, 4);
         for (int i = 0; i < 32; i++) {
