@@ -75,6 +75,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                      : o->kv_cache_dtype == PF_DTYPE_BF16  ? PF__DTYPE_BF16
                                                            : PF__DTYPE_F32;
     g->num_ranks = g->world_ranks = num_ranks;
+    g->barrier_spin = num_ranks <= pf__online_cpus();
     g->stages = 1;
     g->stage_end_layer = c->num_layers;
     if (o->across_processes) {

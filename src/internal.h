@@ -2069,9 +2069,11 @@ struct pf__group {
     uint64_t job_seq;
     int jobs_done;
     pf__job job;
-    /* barrier */
+    /* barrier (pf__barrier): ranks arrived, passes completed, waiters asleep (under the mutex), and
+       whether waiters spin first (every rank has a core of its own) */
     int barrier_count;
     uint64_t barrier_generation;
+    int barrier_sleepers, barrier_spin;
     int aborted;
     /* CPU all-reduce: each rank publishes its buffer here */
     float **reduce_in;
@@ -2155,6 +2157,7 @@ PF_PRIVATE size_t pf__num_slots(const pf__config *c);
 PF_PRIVATE size_t pf__slot_index(pf__slot slot, int layer);
 PF_PRIVATE void pf__group_abort(pf__group *g);
 PF_PRIVATE int pf__barrier(pf__group *g);
+PF_PRIVATE int pf__online_cpus(void);
 PF_PRIVATE int pf__rank_failed(pf__rank *r);
 #ifdef PF_TESTING
 PF_PRIVATE void pf__collective_check(pf__rank *r, const char *site, size_t count);

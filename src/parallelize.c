@@ -7,17 +7,6 @@
 
 /* Ranks for num_ranks 0: a rank per online core on the CPU (a CPU rank is one thread), one per
    visible GPU on CUDA; never more than PF__MAX_RANKS. */
-static int pf__online_cpus(void) {
-#ifdef _WIN32
-    SYSTEM_INFO info;
-    GetSystemInfo(&info);
-    return (int)info.dwNumberOfProcessors;
-#else
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > INT_MAX ? INT_MAX : (int)n;
-#endif
-}
-
 static int pf__every_device(const pf__backend *backend) {
     long n = backend == &pf__cpu_backend ? pf__online_cpus() : (long)pf__cuda_devices();
     return n < 1 ? 1 : n > PF__MAX_RANKS ? PF__MAX_RANKS : (int)n;

@@ -209,3 +209,15 @@ PF_PRIVATE uint16_t pf__f32_to_bf16(float f) {
     return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 
+
+/* The processor cores the system has online (at least 1). */
+PF_PRIVATE int pf__online_cpus(void) {
+#ifdef _WIN32
+    SYSTEM_INFO info;
+    GetSystemInfo(&info);
+    return info.dwNumberOfProcessors > 0 ? (int)info.dwNumberOfProcessors : 1;
+#else
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
+#endif
+}
