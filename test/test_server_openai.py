@@ -12,8 +12,11 @@ with "N passed, N failed"; exits 1 on a failure."""
 import base64
 import json
 import math
+import statistics
 import struct
 import sys
+import threading
+import time
 import typing
 import urllib.request
 
@@ -78,6 +81,29 @@ check("stop ends the generation", r.usage.completion_tokens < 20, str(r.usage))
 streamed = "".join(c.choices[0].text for c in client.completions.create(
     model=model, prompt="a", max_tokens=20, temperature=0, stop=stop, stream=True))
 check("stop while streaming", streamed == before, repr(streamed))
+
+# concurrent streams share the decode steps: three started together get their first tokens within a
+# few steps of each other (a step measured from their own chunks' spacing), where streams run one at
+# a time would put a whole reply (20 steps) between them
+def timed_stream(times):
+    for c in client.completions.create(model=model, prompt="a", max_tokens=20, temperature=0, stream=True):
+        if c.choices and c.choices[0].text:
+            times.append(time.monotonic())
+
+
+arrivals = [[] for _ in range(3)]
+streams = [threading.Thread(target=timed_stream, args=(times,)) for times in arrivals]
+for t in streams:
+    t.start()
+for t in streams:
+    t.join()
+if all(len(times) >= 4 for times in arrivals):
+    step = statistics.median(b - a for times in arrivals for a, b in zip(times, times[1:]))
+    firsts = [times[0] for times in arrivals]
+    check("three concurrent streams start together", max(firsts) - min(firsts) <= 3 * step,
+          f"first tokens {max(firsts) - min(firsts):.3f} s apart, a step {step:.3f} s")
+else:
+    check("three concurrent streams each gave their tokens", False, str([len(times) for times in arrivals]))
 
 # echo, n and seed, logit_bias, the penalties
 r = client.completions.create(model=model, prompt="a", max_tokens=20, temperature=0, echo=True)
