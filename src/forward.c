@@ -387,11 +387,6 @@ static void pf__rank_span_conv(pf__rank *r, const pf__step *s, const pf__weight 
     size_t N = (size_t)s->batch * s->seq_len, hd = (size_t)shape->head_dim, K = (size_t)c->conv_kernel;
     size_t q_width = (size_t)shape->heads * hd, qkv_width = (size_t)(shape->heads + 2 * shape->kv_heads) * hd;
     size_t logits_width = (size_t)c->num_heads * K;
-    if (!be->depthwise_conv || !be->multiply || !be->span_conv) { /* a registered backend may lack them */
-        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "ConvBERT's span-based dynamic convolution has no kernels on this backend "
-                      "(the CPU and CUDA backends have them)");
-        return;
-    }
     be->depthwise_conv(r, r->conv_in, in, &L[PF__SLOT_CONV_DEPTHWISE_WEIGHT], s, (size_t)c->hidden_size);
     be->matmul(r, r->conv_key, r->conv_in, &L[PF__SLOT_CONV_KEY_WEIGHT], &L[PF__SLOT_CONV_KEY_BIAS], N);
     be->multiply(r, r->conv_key, r->qkv, qkv_width, N, q_width);
