@@ -2059,6 +2059,9 @@ typedef struct pf__job {
                              (as job->tokens, no logits are downloaded in a release build).
                              LOGITS: the last forward's logits (still on the ranks) to job->logits */
     size_t candidates_per_row;
+    int chunk_positions;  /* FORWARD, decoders in pipeline stages (pf__forward_in_chunks): > 0 runs the
+                             step's positions in chunks of this many within this one job, so that a
+                             stage starts the next chunk while the stages after it work on this one */
 } pf__job;
 #ifdef PF_TESTING
 extern int pf_testing_check_device_choices;
@@ -18937,6 +18940,7 @@ typedef struct pf__mpi_call {
     int kind; /* pf__job_kind; PF__JOB_QUIT: process 0's group ended */
     int batch, seq_len, past, cross_len;
     int all_positions, encoder_pass, reorder_count, reorder_cross;
+    int chunk_positions;
     int check_device_choices; /* test builds: process 0's pf_testing_check_device_choices */
     unsigned present;
     uint64_t candidates_per_row;
@@ -18960,7 +18964,9 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
                            size_t out[PF__CALL_OUTPUTS]) {
     const pf_model *m = g->model;
     const pf__config *cf = &m->config;
-    size_t B = (size_t)c->batch, S = (size_t)c->seq_len, N = B * S, rows = N > B ? N : B, d = (size_t)cf->hidden_size;
+    size_t B = (size_t)c->batch, S = (size_t)c->seq_len, N = B * S, d = (size_t)cf->hidden_size;
+    /* a step in chunks (pipeline stages) writes each row's last logits, or a single row's every one */
+    size_t rows = c->chunk_positions && !c->all_positions ? B : N > B ? N : B;
     size_t prefix = 1 + (size_t)cf->distillation, patches = S > prefix ? S - prefix : 0;
     size_t i4 = sizeof(int32_t), f = sizeof(float), count = (size_t)c->reorder_count;
     size_t widest = (size_t)cf->vocab_size;
@@ -19560,6 +19566,7 @@ static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__jo
         c.all_positions = job->all_positions, c.encoder_pass = job->encoder_pass;
         c.reorder_count = job->reorder_count, c.reorder_cross = job->reorder_cross;
         c.candidates_per_row = job->candidates_per_row;
+        c.chunk_positions = job->chunk_positions;
 #define PF__PRESENT(i, field, type) if (job->field) c.present |= 1u << (i);
         PF__CALL_INPUTS(PF__PRESENT)
 #undef PF__PRESENT
@@ -19698,6 +19705,7 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
         job->all_positions = c.all_positions, job->encoder_pass = c.encoder_pass;
         job->reorder_count = c.reorder_count, job->reorder_cross = c.reorder_cross;
         job->candidates_per_row = (size_t)c.candidates_per_row;
+        job->chunk_positions = c.chunk_positions;
         /* a step this process cannot take part in still ends with it: its END fails the request on
            every process (instead of leaving them waiting for its data), and following goes on */
         pf_result local = PF_OK;
@@ -26281,11 +26289,42 @@ static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf_
 }
 
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
+/* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
+   (pipeline stages: pf__forward_in_chunks), each run as a step of its own: its ids, the positions
+   after the chunk before, the step's rotary frequencies; a single row's logits of every position
+   written at the chunk's place, each row's last by the last chunk. */
+static void pf__rank_forward_chunks(pf__rank *r, const pf__job *job) {
+    const pf__step *s = &job->step;
+    size_t per = (size_t)job->chunk_positions, vocab = (size_t)r->group->model->config.vocab_size;
+    int32_t *ids = (int32_t *)malloc((size_t)s->batch * per * sizeof(int32_t));
+    if (!ids) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    for (size_t first = 0; first < (size_t)s->seq_len && !pf__rank_failed(r); first += per) {
+        size_t len = (size_t)s->seq_len - first < per ? (size_t)s->seq_len - first : per;
+        pf__job chunk = *job;
+        chunk.chunk_positions = 0;
+        for (int b = 0; b < s->batch; b++)
+            memcpy(ids + (size_t)b * len, s->ids + (size_t)b * s->seq_len + first, len * sizeof(int32_t));
+        chunk.step.ids = ids;
+        chunk.step.seq_len = (int)len;
+        chunk.step.past = s->past + (int)first;
+        if (job->all_positions) chunk.logits = job->logits + first * vocab; /* one row (pf__forward_in_chunks) */
+        pf__rank_forward(r, &chunk);
+    }
+    free(ids);
+}
+
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__step *s = &job->step;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    if (job->chunk_positions) {
+        pf__rank_forward_chunks(r, job);
+        return;
+    }
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
@@ -26647,12 +26686,22 @@ PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__jo
 /* A decoder's forward step, in chunks of positions when batch x length exceeds the tokens the
    ranks' scratch holds (a long prompt): each chunk appends to the KV cache after the one before,
    with the step's rotary frequencies (as transformers computes the whole prompt's), and the
-   logits of its positions (all of them, or each row's last, which the last chunk writes). */
+   logits of its positions (all of them, or each row's last, which the last chunk writes).
+   In pipeline stages the chunks run in one job (job.chunk_positions, pf__rank_forward): stage s
+   passes chunk c on and starts chunk c + 1 while stage s + 1 works on c, so C chunks through S
+   stages take C + S - 1 chunk-stage times instead of C x S; a job a chunk would end each one at
+   the last stage. Not for every position's logits of several rows, whose chunks are not
+   contiguous in the step's [batch][seq_len] output. */
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
     const pf__group *g = m->group;
     const pf__step *s = &job->step;
     size_t per_chunk = g->max_tokens / (size_t)s->batch;
     if ((size_t)s->batch * s->seq_len <= g->max_tokens) return pf__group_run(m->group, PF__JOB_FORWARD, job);
+    if (g->stages > 1 && (!job->all_positions || s->batch == 1)) {
+        pf__job pipelined = *job;
+        pipelined.chunk_positions = (int)per_chunk;
+        return pf__group_run(m->group, PF__JOB_FORWARD, &pipelined);
+    }
     size_t vocab = (size_t)m->config.vocab_size;
     int32_t *ids = (int32_t *)malloc((size_t)s->batch * per_chunk * sizeof(int32_t));
     float *logits = job->all_positions ? (float *)malloc((size_t)s->batch * per_chunk * vocab * sizeof(float)) : NULL;

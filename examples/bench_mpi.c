@@ -3,7 +3,7 @@
    (SPMD); process 0 prints one row. With one process the ranks are threads of it alone (no MPI in
    the requests), the figure the processes' rows are compared with.
      mpirun -np P build/mpi/bench_mpi MODEL_DIR RANKS_PER_PROCESS [--prompt N] [--new N] [--runs N]
-                                      [--stages S] [--dtype f32|q8] */
+                                      [--stages S] [--dtype f32|q8] [--prefill-chunk N] */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
 #include <stdio.h>
@@ -25,8 +25,8 @@ typedef struct clock_marks {
     int n, room;
 } clock_marks;
 
-static int on_token(void *user, int32_t token, const char *text) {
-    (void)token, (void)text;
+static int on_token(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    (void)row, (void)token, (void)text, (void)text_len;
     clock_marks *c = (clock_marks *)user;
     if (c->n < c->room) c->times[c->n++] = now();
     return 0;
@@ -45,17 +45,18 @@ int main(int argc, char **argv) {
     if (argc < 3) {
         if (!process)
             fprintf(stderr, "usage: mpirun -np P %s MODEL_DIR RANKS_PER_PROCESS [--prompt N] [--new N] [--runs N] "
-                            "[--stages S] [--dtype f32|q8]\n", argv[0]);
+                            "[--stages S] [--dtype f32|q8] [--prefill-chunk N]\n", argv[0]);
         MPI_Finalize();
         return 2;
     }
-    int ranks = atoi(argv[2]), prompt = 128, new_tokens = 32, runs = 3, stages = 0;
+    int ranks = atoi(argv[2]), prompt = 128, new_tokens = 32, runs = 3, stages = 0, prefill_chunk = 0;
     pf_dtype dtype = PF_DTYPE_F32;
     for (int i = 3; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--prompt")) prompt = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--new")) new_tokens = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--runs")) runs = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--stages")) stages = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--prefill-chunk")) prefill_chunk = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--dtype")) dtype = !strcmp(argv[i + 1], "q8") ? PF_DTYPE_Q8_0 : PF_DTYPE_F32;
     }
     if (prompt < 1 || new_tokens < 2 || runs < 1 || runs > 64) {
@@ -72,6 +73,7 @@ int main(int argc, char **argv) {
     po.max_sequence_length = prompt + new_tokens;
     po.across_processes = processes > 1;
     po.pipeline_stages = stages;
+    po.prefill_chunk = prefill_chunk; /* 0: the library's default */
     if (!r) r = pf_parallelize(m, ranks, &po);
     double load_s = now() - t0;
     int32_t *ids = (int32_t *)malloc((size_t)prompt * sizeof(int32_t)), *out = (int32_t *)malloc((size_t)new_tokens * sizeof(int32_t));

@@ -805,11 +805,42 @@ static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf_
 }
 
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
+/* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
+   (pipeline stages: pf__forward_in_chunks), each run as a step of its own: its ids, the positions
+   after the chunk before, the step's rotary frequencies; a single row's logits of every position
+   written at the chunk's place, each row's last by the last chunk. */
+static void pf__rank_forward_chunks(pf__rank *r, const pf__job *job) {
+    const pf__step *s = &job->step;
+    size_t per = (size_t)job->chunk_positions, vocab = (size_t)r->group->model->config.vocab_size;
+    int32_t *ids = (int32_t *)malloc((size_t)s->batch * per * sizeof(int32_t));
+    if (!ids) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return;
+    }
+    for (size_t first = 0; first < (size_t)s->seq_len && !pf__rank_failed(r); first += per) {
+        size_t len = (size_t)s->seq_len - first < per ? (size_t)s->seq_len - first : per;
+        pf__job chunk = *job;
+        chunk.chunk_positions = 0;
+        for (int b = 0; b < s->batch; b++)
+            memcpy(ids + (size_t)b * len, s->ids + (size_t)b * s->seq_len + first, len * sizeof(int32_t));
+        chunk.step.ids = ids;
+        chunk.step.seq_len = (int)len;
+        chunk.step.past = s->past + (int)first;
+        if (job->all_positions) chunk.logits = job->logits + first * vocab; /* one row (pf__forward_in_chunks) */
+        pf__rank_forward(r, &chunk);
+    }
+    free(ids);
+}
+
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
     const pf__step *s = &job->step;
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    if (job->chunk_positions) {
+        pf__rank_forward_chunks(r, job);
+        return;
+    }
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);

@@ -2017,6 +2017,9 @@ typedef struct pf__job {
                              (as job->tokens, no logits are downloaded in a release build).
                              LOGITS: the last forward's logits (still on the ranks) to job->logits */
     size_t candidates_per_row;
+    int chunk_positions;  /* FORWARD, decoders in pipeline stages (pf__forward_in_chunks): > 0 runs the
+                             step's positions in chunks of this many within this one job, so that a
+                             stage starts the next chunk while the stages after it work on this one */
 } pf__job;
 #ifdef PF_TESTING
 extern int pf_testing_check_device_choices;

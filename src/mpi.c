@@ -44,6 +44,7 @@ typedef struct pf__mpi_call {
     int kind; /* pf__job_kind; PF__JOB_QUIT: process 0's group ended */
     int batch, seq_len, past, cross_len;
     int all_positions, encoder_pass, reorder_count, reorder_cross;
+    int chunk_positions;
     int check_device_choices; /* test builds: process 0's pf_testing_check_device_choices */
     unsigned present;
     uint64_t candidates_per_row;
@@ -67,7 +68,9 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
                            size_t out[PF__CALL_OUTPUTS]) {
     const pf_model *m = g->model;
     const pf__config *cf = &m->config;
-    size_t B = (size_t)c->batch, S = (size_t)c->seq_len, N = B * S, rows = N > B ? N : B, d = (size_t)cf->hidden_size;
+    size_t B = (size_t)c->batch, S = (size_t)c->seq_len, N = B * S, d = (size_t)cf->hidden_size;
+    /* a step in chunks (pipeline stages) writes each row's last logits, or a single row's every one */
+    size_t rows = c->chunk_positions && !c->all_positions ? B : N > B ? N : B;
     size_t prefix = 1 + (size_t)cf->distillation, patches = S > prefix ? S - prefix : 0;
     size_t i4 = sizeof(int32_t), f = sizeof(float), count = (size_t)c->reorder_count;
     size_t widest = (size_t)cf->vocab_size;
@@ -667,6 +670,7 @@ static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__jo
         c.all_positions = job->all_positions, c.encoder_pass = job->encoder_pass;
         c.reorder_count = job->reorder_count, c.reorder_cross = job->reorder_cross;
         c.candidates_per_row = job->candidates_per_row;
+        c.chunk_positions = job->chunk_positions;
 #define PF__PRESENT(i, field, type) if (job->field) c.present |= 1u << (i);
         PF__CALL_INPUTS(PF__PRESENT)
 #undef PF__PRESENT
@@ -805,6 +809,7 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
         job->all_positions = c.all_positions, job->encoder_pass = c.encoder_pass;
         job->reorder_count = c.reorder_count, job->reorder_cross = c.reorder_cross;
         job->candidates_per_row = (size_t)c.candidates_per_row;
+        job->chunk_positions = c.chunk_positions;
         /* a step this process cannot take part in still ends with it: its END fails the request on
            every process (instead of leaving them waiting for its data), and following goes on */
         pf_result local = PF_OK;

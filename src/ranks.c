@@ -128,12 +128,22 @@ PF_PRIVATE pf_result pf__group_run(pf__group *g, pf__job_kind kind, const pf__jo
 /* A decoder's forward step, in chunks of positions when batch x length exceeds the tokens the
    ranks' scratch holds (a long prompt): each chunk appends to the KV cache after the one before,
    with the step's rotary frequencies (as transformers computes the whole prompt's), and the
-   logits of its positions (all of them, or each row's last, which the last chunk writes). */
+   logits of its positions (all of them, or each row's last, which the last chunk writes).
+   In pipeline stages the chunks run in one job (job.chunk_positions, pf__rank_forward): stage s
+   passes chunk c on and starts chunk c + 1 while stage s + 1 works on c, so C chunks through S
+   stages take C + S - 1 chunk-stage times instead of C x S; a job a chunk would end each one at
+   the last stage. Not for every position's logits of several rows, whose chunks are not
+   contiguous in the step's [batch][seq_len] output. */
 PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
     const pf__group *g = m->group;
     const pf__step *s = &job->step;
     size_t per_chunk = g->max_tokens / (size_t)s->batch;
     if ((size_t)s->batch * s->seq_len <= g->max_tokens) return pf__group_run(m->group, PF__JOB_FORWARD, job);
+    if (g->stages > 1 && (!job->all_positions || s->batch == 1)) {
+        pf__job pipelined = *job;
+        pipelined.chunk_positions = (int)per_chunk;
+        return pf__group_run(m->group, PF__JOB_FORWARD, &pipelined);
+    }
     size_t vocab = (size_t)m->config.vocab_size;
     int32_t *ids = (int32_t *)malloc((size_t)s->batch * per_chunk * sizeof(int32_t));
     float *logits = job->all_positions ? (float *)malloc((size_t)s->batch * per_chunk * vocab * sizeof(float)) : NULL;

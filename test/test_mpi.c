@@ -26,6 +26,7 @@
 static int process, processes, local_ranks, world, driven, stages = 1;
 static int process_timeout_ms; /* --timeout-ms: pf_parallel_options.process_timeout_ms */
 static int tp_ranks; /* a stage's ranks: world / stages */
+static int prefill_chunk; /* nonzero: prompts run in chunks of this many positions, one sequence a step */
 
 /* The fixture split over the world (across) or over `world` ranks in this process alone. */
 static pf_model *load_split(const char *name, int across) {
@@ -45,6 +46,7 @@ static pf_model *load_split(const char *name, int across) {
     o.process_0_drives = across && driven;
     o.pipeline_stages = across ? stages : 0;
     o.process_timeout_ms = process_timeout_ms;
+    if (prefill_chunk) o.prefill_chunk = prefill_chunk, o.max_batch = 1;
     r = pf_parallelize(m, across ? local_ranks : tp_ranks, &o);
     CHECK_MSG(r == PF_OK, "%s: pf_parallelize (%s): %s", name, across ? "across processes" : "one process",
               pf_error_message(m));
@@ -456,6 +458,12 @@ int main(int argc, char **argv) {
         RUN("qwen3_moe", test_decoder("qwen3_moe", 0));
         RUN("gemma2", test_decoder("gemma2", 0)); /* sliding windows, softcaps */
         RUN("deepseek_v3-moe", test_decoder("deepseek_v3-moe", 0)); /* latent attention, dense then MoE layers */
+        /* prompts past the scratch: their chunks through the stages in one job (each stage on the
+           next chunk while the later stages work on this one), against one process's job a chunk */
+        prefill_chunk = 3;
+        RUN("gpt2-hub", test_decoder("gpt2-hub", 0));
+        RUN("qwen3_moe", test_decoder("qwen3_moe", 0));
+        prefill_chunk = 0;
 #undef RUN
         if (!driven) test_stage_failure();
         int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
