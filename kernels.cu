@@ -155,8 +155,8 @@ typedef struct pf_cuda_attention_args {
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
-    const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
-                                           DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
+    const float *dense_bias;            /* [batch * T][heads][T (mask 2: cache_len)]: added to the scaled score of
+                                           key j (past 0), DeBERTa's or Funnel's terms; NULL: none (then the plain kernel) */
     const void *sinks;                  /* [heads] of sinks_dtype: a logit per head joining its softmax's
                                            denominator with no value (gpt-oss); NULL: none (then the plain kernel) */
     int sinks_dtype;
@@ -224,6 +224,12 @@ int pf_cuda_depthwise_conv(pf_cuda_rank *st, float *out, const float *x, const v
 int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
 int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
                       const int *pad, int batch, int T, int heads, int head_dim, int k);
+/* Funnel's position and segment terms as attend's dense bias (pf__backend.funnel_bias's math):
+   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]. */
+int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
+                        const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
+                        int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
+                        int k_stride, int rel_first, int separate_cls, float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -772,6 +778,40 @@ __global__ void pf_span_conv_kernel(float *out, const float *logits, size_t logi
     }
 }
 
+/* Funnel's relative terms, one thread per (query row, head, key): scale * cls * ((q + pos_bias) .
+   rel[row] + (q + type_bias) . seg[same]), 0 for a pad on either side (pf__backend.funnel_bias). */
+__global__ void pf_funnel_bias_kernel(float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
+                                      const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
+                                      const int32_t *ints, int batch, int q_len, int k_len, int heads, int hd, int q_first,
+                                      int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, float scale) {
+    size_t total = (size_t)batch * q_len * heads * k_len;
+    const int32_t *q_pad = ints, *k_pad = ints + batch, *q_types = ints + 2 * batch, *k_types = q_types + (size_t)batch * q_len;
+    PF_GRID_STRIDE(e, total) {
+        int j = (int)(e % (size_t)k_len), h = (int)(e / (size_t)k_len % (size_t)heads);
+        size_t n = e / ((size_t)k_len * heads);
+        int b = (int)(n / (size_t)q_len), qi = (int)(n % (size_t)q_len) - q_pad[b], kj = j - k_pad[b];
+        float value = 0.0f;
+        if (qi >= 0 && kj >= 0 && !(separate_cls && (qi == 0 || kj == 0))) {
+            int distance = q_first + qi * q_stride - k_first - kj * k_stride;
+            const float *qh = q + n * (size_t)heads * hd + (size_t)h * hd;
+            const float *row = rel + (size_t)((distance - rel_first) / k_stride) * heads * hd + (size_t)h * hd;
+            int tq = q_types[n], tk = k_types[(size_t)b * k_len + j], same = tq == tk || tq == 2 || tk == 2;
+            float position = 0.0f, segment = 0.0f;
+            for (int i = 0; i < hd; i++) { /* in order, as the CPU's */
+                size_t at = (size_t)h * hd + i;
+                position = __fadd_rn(position, __fmul_rn(__fadd_rn(qh[i], pf_load(pos_bias, pos_dtype, at)), row[i]));
+            }
+            for (int i = 0; i < hd; i++) {
+                size_t at = (size_t)h * hd + i;
+                segment = __fadd_rn(segment, __fmul_rn(__fadd_rn(qh[i], pf_load(type_bias, type_dtype, at)),
+                                                       pf_load(seg, seg_dtype, (size_t)same * heads * hd + at)));
+            }
+            value = __fmul_rn(scale, __fadd_rn(position, segment));
+        }
+        out[e] = value;
+    }
+}
+
 /* one thread per element: the rows are distinct within a call, so no two threads add to one value */
 __global__ void pf_scatter_add_rows_kernel(float *dst, const float *src, const int32_t *rows, const float *scales,
                                            size_t count, size_t width) {
@@ -899,7 +939,7 @@ struct pf_attn_args {
     int alibi_rounded;  /* 1: Falcon's bias, bf16(slope * position) * scale */
     const float *rel_bias; /* [heads][rel_rows] or NULL: T5's bucketed relative bias */
     int rel_rows, rel_buckets, rel_max_distance;
-    const float *dense_bias; /* [batch * T][heads][T] or NULL: DeBERTa's terms (plain kernel only) */
+    const float *dense_bias; /* [batch * T][heads][T (mask 2: cache_len)] or NULL: DeBERTa's, Funnel's terms (plain kernel only) */
     const void *sinks;  /* [heads] of sinks_dtype or NULL: gpt-oss's sink logits (plain kernel only) */
     int sinks_dtype;
     const int *pad;     /* [batch] left pads, or NULL */
@@ -1005,7 +1045,8 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
                 p[jj] = pf_scaled_score(s, a) + pf_alibi_bias(a, slope, j0 + jj - pad);
                 if (a.rel_bias)
                     p[jj] += a.rel_bias[(size_t)h * a.rel_rows + pf_relative_bucket(j0 + jj - pos, a.rel_buckets, a.rel_max_distance, a.mask != 1)];
-                if (a.dense_bias) p[jj] += a.dense_bias[((size_t)blockIdx.x * a.heads + h) * a.T + j0 + jj];
+                if (a.dense_bias) /* over the step's keys, or cache_len's (mask 2) */
+                    p[jj] += a.dense_bias[((size_t)blockIdx.x * a.heads + h) * (a.mask == 2 ? a.cache_len : a.T) + j0 + jj];
                 int key = j0 + jj, distance = key > pos ? key - pos : pos - key;
                 if (a.local_window > 0 && distance > a.local_window && !(global_row && global_row[key]))
                     p[jj] = -INFINITY; /* Longformer: neither in the window nor global */
@@ -2690,6 +2731,19 @@ int pf_cuda_span_conv(struct pf_cuda_rank *st, float *out, const float *logits, 
     pf_span_conv_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, logits, logits_stride, v,
                                                                                             pad, T, rows, heads, head_dim, k);
     PF_CUDA_CHECK_LAUNCH(st, pf_span_conv_kernel);
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_funnel_bias(struct pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias,
+                        int pos_dtype, const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
+                        const int32_t *ints, int batch, int q_len, int k_len, int heads, int head_dim, int q_first,
+                        int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, float scale) {
+    size_t total = (size_t)batch * q_len * heads * k_len;
+    if (!total) return PF_CUDA_OK;
+    pf_funnel_bias_kernel<<<pf_blocks(total, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        out, q, rel, pos_bias, pos_dtype, type_bias, type_dtype, seg, seg_dtype, ints, batch, q_len, k_len, heads, head_dim,
+        q_first, q_stride, k_first, k_stride, rel_first, separate_cls, scale);
+    PF_CUDA_CHECK_LAUNCH(st, pf_funnel_bias_kernel);
     return PF_CUDA_OK;
 }
 

@@ -543,6 +543,12 @@ typedef enum {
     PF__SLOT_ATTN_JOINED_OUT_WEIGHT,/* [hidden, 2 Q]: the output projection as the file holds it, split at load
                                        into PF__SLOT_ATTN_OUT_WEIGHT (its first Q inputs) and: */
     PF__SLOT_CONV_OUT_WEIGHT,       /* [hidden, Q]: the convolution heads' inputs */
+    /* Funnel's relative attention (pf__config.funnel; its q, k, v in PF__SLOT_CROSS_Q_* ... since its
+       queries are other rows than its keys after a pooling, CROSS_Q_BIAS holding r_w_bias): */
+    PF__SLOT_FUNNEL_R_KERNEL,       /* [Q, hidden]: the sinusoidal relative positions into each head (r_kernel) */
+    PF__SLOT_FUNNEL_R_R_BIAS,       /* [Q]: the query's bias for the position term */
+    PF__SLOT_FUNNEL_R_S_BIAS,       /* [Q]: the query's bias for the segment term */
+    PF__SLOT_FUNNEL_SEG_EMBED,      /* [2, Q]: each head's vectors of a key in another segment (row 0) or the query's (row 1) */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -591,13 +597,16 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    PF__LAYOUT_GROUPED_IN_OUT: [groups, in / groups, out / groups], each group's [in, out] (ConvBERT's
    GroupedLinearLayer: output block g of x's input block g times weight[g]), groups from the slot's
    config field; with 1 group an nn.Linear's [out, in]. Read as OUT_IN, block-diagonal as GROUPED.
+   PF__LAYOUT_HEADS_IN_OUT: [in, heads, head_dim] (Funnel's r_kernel); read as IN_OUT [in, heads * head_dim].
+   PF__LAYOUT_HEADS_ROWS: [n, heads, head_dim] (Funnel's seg_embed); read as OUT_IN [n, heads * head_dim].
    PF__LAYOUT_GROUPED: [out, in / groups, 1], a 1-D convolution of kernel 1 in `groups` groups
    (SqueezeBERT's conv1d; groups from the slot's config field, pf__slot_groups): output o reads
    only the inputs of its group o / (out / groups). Read as OUT_IN, the block-diagonal [out, in]
    with zeros outside the groups, so that the ranks split it as the dense layer it stands for. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
                PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
-               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED, PF__LAYOUT_COLUMN, PF__LAYOUT_GROUPED_IN_OUT } pf__layout;
+               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED, PF__LAYOUT_COLUMN, PF__LAYOUT_GROUPED_IN_OUT,
+               PF__LAYOUT_HEADS_IN_OUT, PF__LAYOUT_HEADS_ROWS } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -704,6 +713,7 @@ typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, 
 typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3, PF__ROPE_YARN, PF__ROPE_LONGROPE } pf__rope_type;
 #define PF__MAX_ROPE_FACTORS 512 /* LongRoPE's short and long factors: one per rotary frequency */
 #define PF__NEEDED PF_POLICY_NEEDED
+#define PF__FUNNEL_MAX_BLOCKS 8 /* Funnel's blocks (block_sizes' entries) a config may have */
 
 typedef enum {
 #define PF_ARCH(id, ...) PF__ARCH_##id,
@@ -1040,6 +1050,20 @@ typedef struct pf__config {
        attention's; num_heads is num_attention_heads / head_ratio (at least 1), head_dim half of
        hidden / num_heads (PF__SLOT_CONV_*) */
     int conv_kernel, head_ratio;
+    /* Funnel Transformer (funnel 1): funnel_blocks blocks (at most PF__FUNNEL_MAX_BLOCKS) of
+       funnel_block_sizes[b] layers, counted block after block (num_layers is their sum), each layer
+       run funnel_block_repeats[b] times in a row. Before each block after the first the sequence is
+       pooled by 2 (the mean of each pair, or the max with funnel_pool_max; pf__funnel_pooled_length),
+       the first token apart (funnel_separate_cls) and then the last dropped (funnel_truncate_seq);
+       the block's first layer takes the pooled rows as its queries alone (funnel_pool_q_only) or as
+       its keys and values too. Attention: content, relative position and segment terms
+       (PF__SLOT_FUNNEL_*, pf__backend.funnel_bias) */
+    int funnel, funnel_blocks, funnel_pool_max, funnel_separate_cls, funnel_truncate_seq, funnel_pool_q_only;
+    /* FunnelModel's upsampling decoder (funnel_decoder 1: FunnelModel and the heads on it): the last
+       block's rows repeated back to each token, plus the first block's output, then
+       funnel_decoder_layers layers (after the blocks' in num_layers) at the first block's level */
+    int funnel_decoder, funnel_decoder_layers;
+    int funnel_block_sizes[PF__FUNNEL_MAX_BLOCKS], funnel_block_repeats[PF__FUNNEL_MAX_BLOCKS];
     /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
        attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
        MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
@@ -1619,6 +1643,16 @@ enum {
 
 /* The attention of one layer on one rank. Local query head h reads key/value head
    (head_begin + h) / kv_group - kv_begin of the rank's cache. */
+/* The shape of Funnel's relative terms in one layer (pf__backend.funnel_bias): queries at one level
+   of pooling, keys at the same or the one before. */
+typedef struct pf__funnel_shape {
+    int batch, q_len, k_len, heads, head_dim;
+    int q_first, q_stride, k_first, k_stride; /* a row's token t at position first + (t - pad) * stride */
+    int rel_first;     /* the distance of rel's row 0; row m is rel_first + m * k_stride */
+    int separate_cls;
+    float scale;
+} pf__funnel_shape;
+
 typedef struct pf__attn_shape {
     int heads, kv_heads, head_dim;
     int head_begin, kv_begin, kv_group;
@@ -1846,6 +1880,19 @@ typedef struct pf__backend {
     void (*multiply)(pf__rank *r, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
     void (*span_conv)(pf__rank *r, float *out, const float *logits, size_t logits_stride, const float *v,
                       const pf__step *s, int heads, int head_dim, int k);
+    /* Funnel's position and segment terms of a layer as attend's dense bias (NULL: a backend without
+       it; Funnel is refused on it): for query row n = b * q_len + i and key j of row b, both real
+       (i >= q_pad[b], j >= k_pad[b]; else 0), and per head h < f->heads of head_dim d,
+       out[(n * heads + h) * k_len + j] = scale * cls(i, j) * ((q[n][h] + pos_bias[h]) . rel[row][h]
+       + (q[n][h] + type_bias[h]) . seg[same][h]), where position p = first + (t - pad) * stride on
+       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, same = the types are equal or
+       either is 2 (the class token's), cls = 0 where f->separate_cls and i or j is its row's first
+       token, else 1. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
+       projections); ints: q_pad [batch], k_pad [batch], q_types [batch][q_len], k_types
+       [batch][k_len], in the backend's memory. */
+    void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
+                        const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
+                        const struct pf__funnel_shape *f);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1900,6 +1947,19 @@ struct pf__rank {
        values); [max_tokens][heads * conv_kernel] every head's kernel logits; [max_tokens][q_r] the
        rank's convolution heads' output */
     float *conv_in, *conv_key, *conv_logits, *conv_out;
+    /* Funnel (pf__rank_funnel_layer): a layer's keys and values [max_tokens][kv_r] (attend's cross
+       layout), its dense bias [max_tokens][heads_r][cache_len], the relative positions' sinusoids
+       [3 cache_len][hidden] and their projections [3 cache_len][q_r]; funnel_bias's ints (device)
+       and, host: each level's pads and types, and the pooling's gather rows and scales */
+    float *funnel_k, *funnel_v, *funnel_bias, *funnel_sinusoid, *funnel_rel;
+    float *funnel_first; /* [max_tokens][hidden]: the first block's output, for the decoder */
+    int32_t *funnel_ints;        /* [2 max_batch + 2 max_tokens] */
+    int *funnel_pads;            /* host, owned: [3][max_batch], the input's level and two others' */
+    int32_t *funnel_types;       /* host, owned: [3][max_tokens] */
+    int32_t *funnel_host_ints;   /* host, owned: funnel_ints' values */
+    int32_t *funnel_rows;        /* host, owned: [2][max_tokens] the pooling's two gathers */
+    float *funnel_scales;        /* host, owned: [2][max_tokens] */
+    float *funnel_sinusoid_host; /* host, owned: [3 cache_len][hidden] */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -2289,6 +2349,9 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r);
 
 /* ---- src/forward.c ---- */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
+PF_PRIVATE int pf__funnel_pooled_length(const pf__config *c, int length);
+PF_PRIVATE int pf__funnel_output_length(const pf__config *c, int length);
+PF_PRIVATE int pf__funnel_shortest_row(const pf__config *c);
 PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
 /* What a FORWARD or LOGITS job leaves in host memory, as the forward writes it. */
 typedef struct pf__host_outputs {
@@ -5572,6 +5635,61 @@ static pf_result pf__config_summary_heads(const pf__json *json, const pf__config
     return PF_OK;
 }
 
+/* Funnel Transformer's blocks and pooling (pf__config.funnel): block_sizes (transformers' default
+   [4, 4, 4]) and block_repeats (null: 1 each) give num_layers and the repeats; pooling_type "mean"
+   or "max"; attention_type "relative_shift" or "factorized", the same terms (the factorized form's
+   sums of sin and cos products are the sinusoid of the distance; the class token's positions,
+   which differ, are masked out of both); other values refused by name. FunnelModel and the heads
+   on it (masked LM, token classification, question answering, pretraining's discriminator) have
+   the upsampling decoder: num_decoder_layers more layers; the base model's classes none. */
+static pf_result pf__config_funnel(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    int repeats = 0;
+    int given = pf__config_int_list(json, "block_sizes", c->funnel_block_sizes, PF__FUNNEL_MAX_BLOCKS, &c->funnel_blocks);
+    if (given < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"block_sizes\" is not a list of 1 to %d positive counts",
+                          path, PF__FUNNEL_MAX_BLOCKS);
+    if (!given) {
+        c->funnel_blocks = 3;
+        for (int b = 0; b < 3; b++) c->funnel_block_sizes[b] = 4;
+    }
+    const pf__json *repeat_list = pf__json_get(json, "block_repeats");
+    if (repeat_list && repeat_list->type != PF__JSON_NULL &&
+        (pf__config_int_list(json, "block_repeats", c->funnel_block_repeats, PF__FUNNEL_MAX_BLOCKS, &repeats) < 0 ||
+         repeats != c->funnel_blocks))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"block_repeats\" is not a list of %d positive counts (one "
+                          "per block_sizes entry)", path, c->funnel_blocks);
+    if (c->head_dim < 1 || c->head_dim > 1024) /* the CPU's relative terms keep a head's query on the stack */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"d_head\" %d is not supported (1 to 1024 are)", path,
+                          c->head_dim);
+    c->funnel_decoder = !strcmp(c->class_name, "FunnelModel") || c->head == PF_HEAD_MASKED_LM ||
+                        c->head == PF_HEAD_TOKEN_CLASSIFICATION || c->head == PF_HEAD_QUESTION_ANSWERING ||
+                        c->head == PF_HEAD_REPLACED_TOKEN_DETECTION;
+    if (!c->funnel_decoder) c->funnel_decoder_layers = 0;
+    if (c->funnel_decoder_layers < 0 || c->funnel_decoder_layers > 1000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_decoder_layers\" %d is not a count of layers", path,
+                          c->funnel_decoder_layers);
+    c->num_layers = c->funnel_decoder_layers;
+    for (int b = 0; b < c->funnel_blocks; b++) {
+        if (!repeats) c->funnel_block_repeats[b] = 1;
+        c->num_layers += c->funnel_block_sizes[b];
+    }
+    static const char *const pooling[] = {"mean", "max"}, *const attention[] = {"relative_shift", "factorized"};
+    static const char *const keys[] = {"pooling_type", "attention_type"};
+    for (int k = 0; k < 2; k++) {
+        const pf__json *v = pf__json_get(json, keys[k]);
+        const char *const *names = k ? attention : pooling;
+        if (!v || v->type == PF__JSON_NULL) continue; /* the first, transformers' default */
+        int which = v->type != PF__JSON_STRING ? -1 : !strcmp(v->string, names[0]) ? 0 : !strcmp(v->string, names[1]) ? 1 : -1;
+        if (which < 0)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %s%s%s is not supported (\"%s\" and \"%s\" "
+                              "are)", path, keys[k], v->type == PF__JSON_STRING ? "\"" : "",
+                              v->type == PF__JSON_STRING ? v->string : "other than a name",
+                              v->type == PF__JSON_STRING ? "\"" : "", names[0], names[1]);
+        if (!k) c->funnel_pool_max = which;
+    }
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -5602,6 +5720,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
     if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
@@ -6804,7 +6923,8 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
         PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD) PF__NAME(PF__LAYOUT_, GROUPED)
-        PF__NAME(PF__LAYOUT_, COLUMN) PF__NAME(PF__LAYOUT_, GROUPED_IN_OUT)
+        PF__NAME(PF__LAYOUT_, COLUMN) PF__NAME(PF__LAYOUT_, GROUPED_IN_OUT) PF__NAME(PF__LAYOUT_, HEADS_IN_OUT)
+        PF__NAME(PF__LAYOUT_, HEADS_ROWS)
     }
     return NULL;
 }
@@ -6900,6 +7020,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CONV_DEPTHWISE_WEIGHT) PF__NAME(PF__SLOT_, CONV_KEY_WEIGHT) PF__NAME(PF__SLOT_, CONV_KEY_BIAS)
         PF__NAME(PF__SLOT_, CONV_KERNEL_WEIGHT) PF__NAME(PF__SLOT_, CONV_KERNEL_BIAS) PF__NAME(PF__SLOT_, CONV_VALUE_WEIGHT)
         PF__NAME(PF__SLOT_, CONV_VALUE_BIAS) PF__NAME(PF__SLOT_, ATTN_JOINED_OUT_WEIGHT) PF__NAME(PF__SLOT_, CONV_OUT_WEIGHT)
+        PF__NAME(PF__SLOT_, FUNNEL_R_KERNEL) PF__NAME(PF__SLOT_, FUNNEL_R_R_BIAS) PF__NAME(PF__SLOT_, FUNNEL_R_S_BIAS)
+        PF__NAME(PF__SLOT_, FUNNEL_SEG_EMBED)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
@@ -7124,10 +7246,11 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
         if ((layout == PF__LAYOUT_PER_EXPERT || layout == PF__LAYOUT_PER_HEAD) && per_layer) /* each '|' part: the layer's %d, then the expert's (head's) */
             layers = layers == 2 * pf__pattern_parts(t->pattern) ? 1 : -1;
-        if (layers < 0 || layers > per_layer)
+        if (layers < 0 || layers > 2 * per_layer)
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", what, t->pattern,
-                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most (per_expert: "
-                                              "two in each '|' part, the layer's and the expert's), and no other '%'"
+                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most, or two (the "
+                                              "block of block_sizes, then the layer's place in it; per_expert: two in each "
+                                              "'|' part, the layer's and the expert's), and no other '%'"
                                             : "a slot outside the layers takes no '%' in its pattern");
         for (int column = 0; column < 2; column++) {
             pf__slot_column c = {(pf__slot)slot, column};
@@ -7159,6 +7282,23 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
     if (!r && d->arch.positions == PF__POS_LEARNED && !position_table)
         r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "positions \"learned\" needs a tensor row with the slot \"position_embed\"");
     return r;
+}
+
+/* A per-layer pattern of two %d (a block, then the layer's place in it) is Funnel's: the policy
+   must set the config field funnel, whose block_sizes name the blocks. */
+static pf_result pf__draft_block_patterns(pf__policy_draft *d) {
+    int funnel = 0;
+    for (size_t i = 0; i < d->num_configs; i++)
+        if (d->configs[i].offset == offsetof(pf__config, funnel) && d->configs[i].fallback != 0) funnel = 1;
+    for (size_t i = 0; i < d->num_tensors && !funnel; i++) {
+        const pf__arch_tensor *t = &d->tensors[i];
+        if (t->slot >= PF__SLOT_FIRST_LAYER && t->layout != PF__LAYOUT_PER_EXPERT && t->layout != PF__LAYOUT_PER_HEAD &&
+            pf__pattern_layers(t->pattern) == 2)
+            return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "tensors[%zu].pattern \"%s\": a per-layer slot's pattern "
+                                  "takes one \"%%d\" (the layer) at most, or two (the block, then the layer's place in "
+                                  "it) with the config field funnel set", i, t->pattern);
+    }
+    return PF_OK;
 }
 
 static pf_result pf__draft_configs(pf__policy_draft *d, const pf_policy *p) {
@@ -7321,6 +7461,7 @@ pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_
         r = pf__draft_fail(&d, PF_ERROR_INVALID_ARGUMENT, "model_type \"%s\" is compiled in", d.arch.model_type);
     if (!r) r = pf__draft_tensors(&d, policy);
     if (!r) r = pf__draft_configs(&d, policy);
+    if (!r) r = pf__draft_block_patterns(&d);
     if (!r) r = pf__draft_names(&d, policy);
     if (!r) r = pf__draft_keyed_rows(&d, policy);
     if (!r) { /* the default activation: in the family's table when it has one, else an HF name */
@@ -7977,6 +8118,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_CONV_KEY_BIAS: case PF__SLOT_CONV_VALUE_BIAS: *rows = q; break;
     case PF__SLOT_CONV_KERNEL_WEIGHT: *rows = (size_t)c->num_heads * c->conv_kernel; *cols = q; break;
     case PF__SLOT_CONV_KERNEL_BIAS: *rows = (size_t)c->num_heads * c->conv_kernel; break;
+    case PF__SLOT_FUNNEL_R_KERNEL: *rows = q; *cols = h; break;
+    case PF__SLOT_FUNNEL_R_R_BIAS: case PF__SLOT_FUNNEL_R_S_BIAS: *rows = q; break;
+    case PF__SLOT_FUNNEL_SEG_EMBED: *rows = 2; *cols = q; break;
     case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
     case PF__SLOT_Q_A_BIAS: case PF__SLOT_Q_A_NORM_WEIGHT: *rows = (size_t)c->q_lora_rank; break;
@@ -18887,8 +19031,12 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->weights);
     free(r->routing);
     free(r->trigram_rows);
+    free(r->funnel_pads), free(r->funnel_types), free(r->funnel_host_ints), free(r->funnel_rows), free(r->funnel_scales);
+    free(r->funnel_sinusoid_host);
     r->routing = NULL;
     r->trigram_rows = NULL;
+    r->funnel_pads = NULL, r->funnel_types = NULL, r->funnel_host_ints = NULL, r->funnel_rows = NULL;
+    r->funnel_scales = NULL, r->funnel_sinusoid_host = NULL;
     r->allocations = NULL;
     r->weights = NULL;
     r->num_allocations = r->allocations_cap = 0;
@@ -23316,10 +23464,11 @@ static inline float pf__alibi_bias(const pf__attn_shape *a, float slope, size_t 
     return a->alibi_rounded ? pf__bf16_to_f32(pf__f32_to_bf16(bias)) * a->scale : bias;
 }
 
-/* The dense bias row (pf__attn_shape.dense_bias) of row b's query t and head h; NULL: none. */
+/* The dense bias row (pf__attn_shape.dense_bias) of row b's query t and head h, over the keys (the
+   step's own, or cache_len's under PF__MASK_CROSS); NULL: none. */
 static const float *pf__dense_bias_row(const pf__attn_shape *a, const pf__step *s, size_t b, size_t t, int h) {
-    size_t T = (size_t)s->seq_len;
-    return a->dense_bias ? a->dense_bias + ((b * T + t) * (size_t)a->heads + (size_t)h) * T : NULL;
+    size_t T = (size_t)s->seq_len, keys = a->mask == PF__MASK_CROSS ? (size_t)a->cache_len : T;
+    return a->dense_bias ? a->dense_bias + ((b * T + t) * (size_t)a->heads + (size_t)h) * keys : NULL;
 }
 
 /* One query's scores p[0..count) of keys first.. into probabilities, for head h; dense: its dense
@@ -23849,6 +23998,40 @@ static void pf__cpu_span_conv(pf__rank *r, float *out, const float *logits, size
     }
 }
 
+static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
+                                const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
+                                const pf__funnel_shape *f) {
+    (void)r;
+    size_t B = (size_t)f->batch, Tq = (size_t)f->q_len, Tk = (size_t)f->k_len, H = (size_t)f->heads, hd = (size_t)f->head_dim;
+    const int32_t *q_pad = ints, *k_pad = ints + B, *q_types = ints + 2 * B, *k_types = q_types + B * Tq;
+    for (size_t b = 0; b < B; b++)
+        for (size_t i = 0; i < Tq; i++)
+            for (size_t h = 0; h < H; h++) {
+                size_t n = b * Tq + i;
+                float *o = out + (n * H + h) * Tk;
+                float pos_q[1024], type_q[1024], same = 0.0f, other = 0.0f; /* head_dim <= 1024 (config.c) */
+                for (size_t e = 0; e < hd; e++) {
+                    pos_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(pos_bias->data, h * hd + e, pos_bias->dtype);
+                    type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
+                }
+                for (size_t e = 0; e < hd; e++) { /* seg row 0: another segment's; row 1: the same's */
+                    other += type_q[e] * pf__weight_value(seg->data, h * hd + e, seg->dtype);
+                    same += type_q[e] * pf__weight_value(seg->data, H * hd + h * hd + e, seg->dtype);
+                }
+                for (size_t j = 0; j < Tk; j++) {
+                    long qi = (long)i - q_pad[b], kj = (long)j - k_pad[b];
+                    o[j] = 0.0f;
+                    if (qi < 0 || kj < 0 || (f->separate_cls && (qi == 0 || kj == 0))) continue;
+                    long distance = f->q_first + qi * f->q_stride - f->k_first - kj * f->k_stride;
+                    const float *row = rel + (size_t)((distance - f->rel_first) / f->k_stride) * H * hd + h * hd;
+                    float position = 0.0f;
+                    for (size_t e = 0; e < hd; e++) position += pos_q[e] * row[e];
+                    int32_t tq = q_types[n], tk = k_types[b * Tk + j];
+                    o[j] = f->scale * (position + (tq == tk || tq == 2 || tk == 2 ? same : other));
+                }
+            }
+}
+
 static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                                      size_t count, size_t width) {
     (void)r;
@@ -23901,6 +24084,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .depthwise_conv = pf__cpu_depthwise_conv,
     .multiply = pf__cpu_multiply,
     .span_conv = pf__cpu_span_conv,
+    .funnel_bias = pf__cpu_funnel_bias,
     .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their
@@ -25365,6 +25549,27 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->conv_logits = (float *)pf__rank_alloc(r, T * (size_t)c->num_heads * (size_t)c->conv_kernel * sizeof(float));
         r->conv_out = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
     }
+    if (c->funnel) { /* Funnel's keys and values, relative terms and pooling (pf__rank_funnel) */
+        size_t rel_rows = 3 * (size_t)g->cache_len, B = (size_t)g->max_batch;
+        r->funnel_k = (float *)pf__rank_alloc(r, T * kv_width * sizeof(float));
+        r->funnel_v = (float *)pf__rank_alloc(r, T * kv_width * sizeof(float));
+        r->funnel_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * (size_t)g->cache_len * sizeof(float));
+        r->funnel_sinusoid = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
+        r->funnel_rel = (float *)pf__rank_alloc(r, rel_rows * q_width * sizeof(float));
+        r->funnel_ints = (int32_t *)pf__rank_alloc(r, (2 * B + 2 * T) * sizeof(int32_t));
+        if (c->funnel_decoder) r->funnel_first = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        if (!r->counting && !r->funnel_pads) { /* host memory: once, not in the counting pass */
+            r->funnel_pads = (int *)malloc(3 * B * sizeof(int));
+            r->funnel_types = (int32_t *)malloc(3 * T * sizeof(int32_t));
+            r->funnel_host_ints = (int32_t *)malloc((2 * B + 2 * T) * sizeof(int32_t));
+            r->funnel_rows = (int32_t *)malloc(2 * T * sizeof(int32_t));
+            r->funnel_scales = (float *)malloc(2 * T * sizeof(float));
+            r->funnel_sinusoid_host = (float *)malloc(rel_rows * hidden * sizeof(float));
+            if (!r->funnel_pads || !r->funnel_types || !r->funnel_host_ints || !r->funnel_rows || !r->funnel_scales ||
+                !r->funnel_sinusoid_host)
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        }
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
@@ -26288,6 +26493,267 @@ static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf_
         if (job->pool_at[b] >= 0) be->download(r, job->logits + b * labels, r->head_out + b * labels, labels * sizeof(float));
 }
 
+/* ---- Funnel Transformer ---------------------------------------------------------------------- */
+
+/* The tokens a row of `length` has after one pooling (transformers' pool_tensor: with
+   separate_cls the first token kept apart and, truncate_seq, the last dropped; then each pair one
+   token, a lone last one its own). */
+PF_PRIVATE int pf__funnel_pooled_length(const pf__config *c, int length) {
+    if (!c->funnel_separate_cls) return (length + 1) / 2;
+    int rest = c->funnel_truncate_seq ? length - 2 : length - 1; /* after the first token */
+    return 1 + (rest > 0 ? (rest + 1) / 2 : 0);
+}
+
+/* The tokens a Funnel model gives a row of `length` (FunnelBaseModel: those of its last block;
+   with the decoder: `length`), or -1 for a row too short to pool before some block (transformers
+   leaves it unpooled there, but reads position terms made for the pooled length: refused). */
+PF_PRIVATE int pf__funnel_output_length(const pf__config *c, int length) {
+    int pooled = length;
+    for (int b = 1; b < c->funnel_blocks; b++) {
+        if (pooled <= (c->funnel_separate_cls ? 2 : 1)) return -1;
+        pooled = pf__funnel_pooled_length(c, pooled);
+    }
+    return c->funnel_decoder ? length : pooled;
+}
+
+/* The fewest tokens a row may have (pf__funnel_output_length not -1). */
+PF_PRIVATE int pf__funnel_shortest_row(const pf__config *c) {
+    int n = 1;
+    while (pf__funnel_output_length(c, n) < 0) n++;
+    return n;
+}
+
+/* One level of pooling of a Funnel step: each row's tokens after its left pads. */
+typedef struct pf__funnel_level {
+    int len;           /* tokens a row, pads included (the longest row's) */
+    int first, stride; /* a row's token t at position first + (t - pad) * stride: 0, 1, 2 ... before any
+                          pooling; then the pairs' first tokens', and with separate_cls the class token
+                          one stride before the second token (transformers' stride_pool_pos) */
+    int *pad;          /* host [batch] */
+    int32_t *types;    /* host [batch][len]: segment ids, pooled as transformers' stride_pool (a pair's first) */
+} pf__funnel_level;
+
+/* next = cur pooled, and x (cur's rows) pooled into out (next's rows): the mean of each pair (or
+   their max, as b + relu(a - b)), the class token alone with separate_cls; a pad's row is its
+   row's first token's (finite, never read). part is scratch. */
+static void pf__rank_funnel_pool(pf__rank *r, float *out, const float *x, const pf__funnel_level *cur,
+                                 pf__funnel_level *next, int batch) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t d = (size_t)c->hidden_size, tokens = r->group->max_tokens;
+    next->len = 0;
+    for (int b = 0; b < batch; b++) {
+        int pooled = pf__funnel_pooled_length(c, cur->len - cur->pad[b]);
+        if (pooled > next->len) next->len = pooled;
+    }
+    next->stride = 2 * cur->stride;
+    next->first = c->funnel_separate_cls ? 1 - next->stride : 0;
+    int32_t *lo_rows = r->funnel_rows, *hi_rows = r->funnel_rows + tokens;
+    float *lo_scale = r->funnel_scales, *hi_scale = r->funnel_scales + tokens;
+    for (int b = 0; b < batch; b++) {
+        int length = cur->len - cur->pad[b], pooled = pf__funnel_pooled_length(c, length);
+        int last = c->funnel_separate_cls && c->funnel_truncate_seq ? length - 2 : length - 1; /* the last pooled */
+        size_t row = (size_t)b * cur->len + (size_t)cur->pad[b];
+        next->pad[b] = next->len - pooled;
+        for (int t = 0; t < next->len; t++) {
+            size_t n = (size_t)b * next->len + (size_t)t;
+            int k = t - next->pad[b], lo = 0, hi = 0; /* the window of pooled token k */
+            if (k > 0 || (k == 0 && !c->funnel_separate_cls)) {
+                lo = c->funnel_separate_cls ? 2 * k - 1 : 2 * k;
+                hi = lo + 1 <= last ? lo + 1 : lo;
+            }
+            lo_rows[n] = (int32_t)(row + (size_t)lo);
+            hi_rows[n] = (int32_t)(row + (size_t)hi);
+            next->types[n] = k >= 0 ? cur->types[row + (size_t)lo] : 0;
+            lo_scale[n] = c->funnel_pool_max || hi == lo ? 1.0f : 0.5f;
+            hi_scale[n] = c->funnel_pool_max ? -1.0f : hi == lo ? 0.0f : 0.5f;
+        }
+    }
+    size_t count = (size_t)batch * next->len;
+    be->gather_rows(r, out, x, lo_rows, lo_scale, count, d);
+    be->gather_rows(r, r->part, x, hi_rows, hi_scale, count, d);
+    be->add_residual(r, out, r->part, NULL, count, d); /* mean: a/2 + b/2; max: a - b */
+    if (c->funnel_pool_max) { /* max(a, b) = b + relu(a - b) */
+        be->activation(r, out, count * d, PF__ACT_RELU);
+        be->gather_rows(r, r->part, x, hi_rows, NULL, count, d);
+        be->add_residual(r, out, r->part, NULL, count, d);
+    }
+}
+
+/* The relative terms' inputs of queries at level q over keys at level k, into the rank's
+   memory: funnel_bias's ints, and the sinusoids of the distances p_q - p_k (row m: rel_first +
+   m k_stride; its first hidden / 2 values sin(distance f_i), then cos, f_i = 10000^(-i / (hidden
+   / 2)) as transformers computes them in fp32). Returns the shape, f->heads 0 for a rank without
+   heads; *rows the sinusoids' rows. */
+static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_level *q, const pf__funnel_level *k, int batch,
+                                              size_t *rows) {
+    const pf__config *c = &r->group->model->config;
+    pf__funnel_shape f = {batch, q->len, k->len, r->share.heads, c->head_dim, q->first, q->stride, k->first, k->stride,
+                          0, c->funnel_separate_cls, 1.0f / sqrtf((float)c->head_dim)};
+    f.rel_first = q->first - k->first - (k->len - 1) * k->stride;
+    *rows = (size_t)(((q->len - 1) * q->stride + (k->len - 1) * k->stride) / k->stride + 1);
+    int32_t *ints = r->funnel_host_ints;
+    size_t B = (size_t)batch;
+    for (size_t b = 0; b < B; b++) ints[b] = q->pad[b], ints[B + b] = k->pad[b];
+    memcpy(ints + 2 * B, q->types, B * q->len * sizeof(int32_t));
+    memcpy(ints + 2 * B + B * q->len, k->types, B * k->len * sizeof(int32_t));
+    r->backend->upload(r, r->funnel_ints, ints, (2 * B + B * (q->len + k->len)) * sizeof(int32_t));
+    size_t d = (size_t)c->hidden_size, half = d / 2;
+    float *table = r->funnel_sinusoid_host;
+    for (size_t m = 0; m < *rows; m++) {
+        float distance = (float)(f.rel_first + (int)m * k->stride);
+        for (size_t i = 0; i < half; i++) {
+            float angle = distance * (1.0f / powf(10000.0f, (float)i / (float)half));
+            table[m * d + i] = sinf(angle);
+            table[m * d + half + i] = cosf(angle);
+        }
+    }
+    r->backend->upload(r, r->funnel_sinusoid, table, *rows * d * sizeof(float));
+    return f;
+}
+
+/* One Funnel layer l: queries from q_rows (level ql), keys and values from kv_rows (level kl; the
+   same rows but after a pooling); the layer's output into q_rows. score = ((q + r_w_bias) . k +
+   the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax over the row's keys;
+   q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)), each summed over the
+   ranks as BERT's post-norm block. f: pf__rank_funnel_terms' for these levels. */
+static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__funnel_level *ql, const float *kv_rows,
+                                  const pf__funnel_level *kl, const pf__funnel_shape *f, size_t rel_rows) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t Nq = (size_t)f->batch * ql->len, Nk = (size_t)f->batch * kl->len, d = (size_t)c->hidden_size;
+    float eps = (float)c->norm_eps;
+    pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
+    if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
+                      "is)", pf__dtype_name(seg));
+        return;
+    }
+    be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
+    be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
+    be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
+    be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+    be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS], &L[PF__SLOT_FUNNEL_R_S_BIAS],
+                    &L[PF__SLOT_FUNNEL_SEG_EMBED], r->funnel_ints, f);
+    be->add_residual(r, r->qkv, NULL, &L[PF__SLOT_CROSS_Q_BIAS], Nq, (size_t)f->heads * f->head_dim); /* q + r_w_bias */
+    pf__tower t = pf__tower_of(r, 1);
+    pf__attn_shape shape = pf__rank_attn_shape(r, &t);
+    shape.mask = PF__MASK_CROSS; /* queries and keys of the layer's own rows: the keys' left pads excepted */
+    shape.cache_len = kl->len;
+    shape.cache_dtype = PF__DTYPE_F32;
+    shape.scale = f->scale;
+    shape.dense_bias = r->funnel_bias;
+    pf__step keys;
+    memset(&keys, 0, sizeof keys);
+    keys.batch = f->batch;
+    keys.seq_len = ql->len;
+    keys.pad = kl->pad;
+    be->attend(r, r->attn, r->qkv, r->funnel_k, r->funnel_v, &keys, &shape);
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, Nq);
+    pf__all_reduce(r, r->part, Nq * d, "the attention output's all-reduce");
+    pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows, &L[PF__SLOT_ATTN_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+    pf__rank_mlp_in(r, r->mlp, q_rows, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), Nq, c->activation);
+    be->matmul(r, r->part, r->mlp, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, Nq);
+    pf__all_reduce(r, r->part, Nq * d, "the MLP output's all-reduce");
+    pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+}
+
+/* FunnelModel's decoder input (FunnelDecoder's upsample) into out at the input's level: each row's
+   last-level rows repeated 2^(blocks - 1) times (the class token alone with separate_cls; rows past
+   the repeats zero, as transformers pads them), plus first, the first block's output. */
+static void pf__rank_funnel_upsample(pf__rank *r, float *out, const float *x, const pf__funnel_level *last,
+                                     const pf__funnel_level *input, const float *first, int batch) {
+    const pf__config *c = &r->group->model->config;
+    size_t d = (size_t)c->hidden_size, count = (size_t)batch * input->len;
+    int stride = last->stride / input->stride;
+    int32_t *rows = r->funnel_rows;
+    float *scales = r->funnel_scales;
+    for (int b = 0; b < batch; b++) {
+        int kept = last->len - last->pad[b];
+        size_t row = (size_t)b * last->len + (size_t)last->pad[b]; /* the row's first last-level token */
+        for (int t = 0; t < input->len; t++) {
+            size_t n = (size_t)b * input->len + (size_t)t;
+            int k = t - input->pad[b], from = 0; /* the last-level token k repeats */
+            if (k > 0) from = c->funnel_separate_cls ? 1 + (k - 1) / stride : k / stride;
+            int inside = k >= 0 && from < kept;
+            rows[n] = (int32_t)(row + (size_t)(inside ? from : 0));
+            scales[n] = inside ? 1.0f : 0.0f; /* beyond the repeats (and pads): 0 times a finite row */
+        }
+    }
+    r->backend->gather_rows(r, out, x, rows, scales, count, d);
+    r->backend->add_residual(r, out, first, NULL, count, d);
+}
+
+/* FunnelBaseModel (FunnelEncoder) on the step's rows: the embedding, then each block's layers,
+   each run its block_repeats times; before each block after the first the sequence pooled (its
+   first layer's queries alone with pool_q_only, its keys and values the rows before the pooling).
+   FunnelModel then upsamples and runs its decoder layers at the input's level. Then the encoder's
+   outputs over the last rows (the base model's: its last level's, its first token pooled). Each
+   row as alone: its tokens after its left pads. */
+static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    if (!be->funnel_bias || !be->gather_rows) { /* a registered backend may lack them */
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's relative attention and pooling have no kernels on this backend "
+                      "(the CPU and CUDA backends have them)");
+        return;
+    }
+    int B = s->batch;
+    size_t d = (size_t)c->hidden_size, tokens = r->group->max_tokens, max_batch = (size_t)r->group->max_batch;
+    pf__funnel_level levels[3] = {{s->seq_len, 0, 1, r->funnel_pads, r->funnel_types},
+                                  {0, 0, 1, r->funnel_pads + max_batch, r->funnel_types + tokens},
+                                  {0, 0, 1, r->funnel_pads + 2 * max_batch, r->funnel_types + 2 * tokens}};
+    pf__funnel_level *input = &levels[0], *cur = input, *next = &levels[1]; /* input kept for the decoder */
+    for (int b = 0; b < B; b++) cur->pad[b] = s->pad ? s->pad[b] : 0;
+    for (size_t n = 0; n < (size_t)B * s->seq_len; n++) cur->types[n] = s->type_ids ? s->type_ids[n] : 0;
+    pf__tower t = pf__tower_of(r, 1);
+    pf__rank_embed(r, s, &t);
+    size_t rel_rows = 0;
+    int applied = 0; /* layers run */
+    pf__funnel_shape f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
+    for (int block = 0, l = 0; block < c->funnel_blocks && !pf__rank_failed(r); block++) {
+        if (block > 0) { /* h = x pooled; the first layer's queries */
+            pf__rank_funnel_pool(r, r->h, r->x, cur, next, B);
+            if (c->funnel_pool_q_only) {
+                f = pf__rank_funnel_terms(r, next, cur, B, &rel_rows);
+                pf__rank_funnel_layer(r, l, r->h, next, r->x, cur, &f, rel_rows);
+                be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
+            } else {
+                be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
+            }
+            pf__funnel_level *spent = cur;
+            cur = next, next = spent == input ? &levels[2] : spent;
+            f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
+        }
+        for (int i = 0; i < c->funnel_block_sizes[block] && !pf__rank_failed(r); i++, l++)
+            for (int k = 0; k < c->funnel_block_repeats[block]; k++) {
+                if (!(block > 0 && c->funnel_pool_q_only && i == 0 && k == 0)) /* that one ran with the pooling */
+                    pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+                /* the decoder's skip input: the state after block_sizes[0] layers run (transformers'
+                   hidden_states[block_sizes[0]], which with block_repeats[0] > 1 is inside block 0) */
+                if (c->funnel_decoder && ++applied == c->funnel_block_sizes[0])
+                    be->copy(r, r->funnel_first, r->x, (size_t)B * input->len * d * sizeof(float));
+            }
+    }
+    if (c->funnel_decoder && !pf__rank_failed(r)) { /* FunnelDecoder: upsampled, then its layers at the input's level */
+        pf__rank_funnel_upsample(r, r->h, r->x, cur, input, r->funnel_first, B);
+        be->copy(r, r->x, r->h, (size_t)B * input->len * d * sizeof(float));
+        cur = input;
+        f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
+        for (int l = c->num_layers - c->funnel_decoder_layers; l < c->num_layers && !pf__rank_failed(r); l++)
+            pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+    }
+    if (pf__rank_failed(r)) return;
+    pf__job out = *job; /* the last rows */
+    out.step.seq_len = cur->len;
+    out.step.pad = cur->pad;
+    pf__rank_encoder_outputs(r, &out, &t);
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
    (pipeline stages: pf__forward_in_chunks), each run as a step of its own: its ids, the positions
@@ -26328,6 +26794,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
+        return;
+    }
+    if (c->funnel) {
+        pf__rank_funnel(r, job);
         return;
     }
     if (pf__archs[c->arch].kind == PF__KIND_ENCODER) {
@@ -26922,8 +27392,8 @@ typedef struct pf_cuda_attention_args {
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
-    const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
-                                           DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
+    const float *dense_bias;            /* [batch * T][heads][T (mask 2: cache_len)]: added to the scaled score of
+                                           key j (past 0), DeBERTa's or Funnel's terms; NULL: none (then the plain kernel) */
     const void *sinks;                  /* [heads] of sinks_dtype: a logit per head joining its softmax's
                                            denominator with no value (gpt-oss); NULL: none (then the plain kernel) */
     int sinks_dtype;
@@ -26991,6 +27461,12 @@ int pf_cuda_depthwise_conv(pf_cuda_rank *st, float *out, const float *x, const v
 int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
 int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
                       const int *pad, int batch, int T, int heads, int head_dim, int k);
+/* Funnel's position and segment terms as attend's dense bias (pf__backend.funnel_bias's math):
+   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]. */
+int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
+                        const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
+                        int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
+                        int k_stride, int rel_first, int separate_cls, float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -27247,7 +27723,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
         rs->reduce_sum = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     }
-    if (c->num_experts > 0 || c->trigram_input) { /* MobileBERT's trigrams gather 3 rows a token */
+    if (c->num_experts > 0 || c->trigram_input || c->funnel) { /* MobileBERT's trigrams gather 3 rows a token, Funnel's pooling 1 */
         rs->expert_rows = (int32_t *)pf__rank_alloc(r, (c->trigram_input ? 3 : 1) * T * sizeof(int32_t));
         rs->expert_scales = (float *)pf__rank_alloc(r, T * sizeof(float));
     }
@@ -27765,6 +28241,17 @@ static void pf__cuda_span_conv(pf__rank *r, float *out, const float *logits, siz
         pf__cuda_ok(r, pf_cuda_span_conv(rs->cu, out, logits, logits_stride, v, pad, s->batch, s->seq_len, heads, head_dim, k));
 }
 
+static void pf__cuda_funnel_bias(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
+                                 const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
+                                 const pf__funnel_shape *f) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !f->heads) return;
+    pf__cuda_ok(r, pf_cuda_funnel_bias(rs->cu, out, q, rel, pos_bias->data, pf__cuda_dtype(pos_bias->dtype), type_bias->data,
+                                       pf__cuda_dtype(type_bias->dtype), seg->data, pf__cuda_dtype(seg->dtype), ints,
+                                       f->batch, f->q_len, f->k_len, f->heads, f->head_dim, f->q_first, f->q_stride,
+                                       f->k_first, f->k_stride, f->rel_first, f->separate_cls, f->scale));
+}
+
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
                                       const float *scales, size_t count, size_t width) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -28255,6 +28742,7 @@ static const pf__backend pf__cuda_table = {
     .scale = pf__cuda_scale,
     .gather_rows = pf__cuda_gather_rows,
     .depthwise_conv = pf__cuda_depthwise_conv,
+    .funnel_bias = pf__cuda_funnel_bias,
     .multiply = pf__cuda_multiply,
     .span_conv = pf__cuda_span_conv,
     .scatter_add_rows = pf__cuda_scatter_add_rows,
@@ -31030,7 +31518,7 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
        projection of the first token's state */
     static const struct pf__head_slots projection_lm = {PF_HEAD_MASKED_LM, 0, {PF__SLOT_LM_HEAD_BIAS}, 1};
     static const struct pf__head_slots first_token_class = {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
-    if (c->summary_heads && c->head == PF_HEAD_MASKED_LM) mine = &projection_lm;
+    if ((c->summary_heads || c->funnel) && c->head == PF_HEAD_MASKED_LM) mine = &projection_lm; /* Funnel's too */
     if (c->summary_heads && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) mine = &first_token_class;
     /* XLM's language table: there exactly when n_langs > 1 and use_lang_emb, as transformers builds it */
     int languages = c->types_are_languages && c->type_vocab_size > 1 && c->use_lang_emb;
@@ -31084,11 +31572,12 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
    table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
    row that matched (the first row when none did) and name its full name; a second spelling
    present too is *other. */
-/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT (PER_HEAD) the
-   part-th of its '|'-separated parts for expert (head) `expert` (the pattern's second %d). */
+/* Row t's tensor name for layer `layer`: its pattern (a second %d: `expert`), or with
+   PF__LAYOUT_PER_EXPERT (PER_HEAD) the part-th of its '|'-separated parts for expert (head)
+   `expert` (the pattern's second %d). */
 PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part) {
     if (t->layout != PF__LAYOUT_PER_EXPERT && t->layout != PF__LAYOUT_PER_HEAD) {
-        snprintf(out, size, t->pattern, layer);
+        snprintf(out, size, t->pattern, layer, expert);
         return;
     }
     const char *begin = t->pattern;
@@ -31127,7 +31616,18 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
-        pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
+        /* a pattern of two %d (Funnel's blocks.B.L): the layer's block and its place in it; Funnel's
+           one-%d patterns name its decoder's layers, counted from 0 after the blocks' */
+        const char *second = strstr(t->pattern, "%d");
+        int pieces = t->layout == PF__LAYOUT_PER_EXPERT || t->layout == PF__LAYOUT_PER_HEAD; /* their second %d: the piece's */
+        int block = 0, place = index, blocks_pattern = !pieces && second && strstr(second + 2, "%d") != NULL;
+        for (int b = 0; b < m->config.funnel_blocks && place >= m->config.funnel_block_sizes[b]; b++)
+            place -= m->config.funnel_block_sizes[b], block = b + 1;
+        int decoder_pattern = m->config.funnel_blocks && slot >= PF__SLOT_FIRST_LAYER && second && !blocks_pattern;
+        if (decoder_pattern && block < m->config.funnel_blocks) continue; /* a block's layer */
+        if (blocks_pattern && m->config.funnel_blocks && block >= m->config.funnel_blocks) continue; /* the decoder's */
+        if (blocks_pattern) pf__pattern_name(pattern, sizeof pattern, t, block, place, 0);
+        else pf__pattern_name(pattern, sizeof pattern, t, decoder_pattern ? place : index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__take_prefixed(m, prefix, pattern);
         if (!*row || (st && !found)) {
@@ -31817,6 +32317,10 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
                                 (c->type_vocab_size > 0 ? c->type_vocab_size : 1) - 1);
         if (boxes && boxes[b] && (r = pf__check_boxes(m, boxes[b], b, lengths[b]))) return r;
+        if (c->funnel && pf__funnel_output_length(c, lengths[b]) < 0)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens are too few for Funnel's %d poolings (%d at "
+                            "least: transformers leaves a shorter row unpooled but reads position terms made for a pooled "
+                            "one)", b, lengths[b], c->funnel_blocks - 1, pf__funnel_shortest_row(c));
         if (lengths[b] > T) T = lengths[b];
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
@@ -31887,16 +32391,21 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (!r && seq2seq && num_logits)
             r = pf__seq2seq_head(m, padded, pads, batch, T, pool_at, e->pooled, logits);
     }
-    if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
+    if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] (Funnel's: as many as its poolings leave) */
         e->batch = batch;
         e->hidden_size = (int)d;
         e->head = seq2seq && !num_logits ? PF_HEAD_NONE : c->head;
         e->num_logits = num_logits;
         e->logits_per_token = num_logits ? per_token : 0;
-        for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + lengths[b];
-        e->last_hidden_state = hidden;
+        int out_T = c->funnel ? pf__funnel_output_length(c, T) : T;
         for (int b = 0; b < batch; b++)
-            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d, (size_t)lengths[b] * d * sizeof(float));
+            e->offsets[b + 1] = e->offsets[b] + (c->funnel ? pf__funnel_output_length(c, lengths[b]) : lengths[b]);
+        e->last_hidden_state = hidden;
+        for (int b = 0; b < batch; b++) {
+            int kept = e->offsets[b + 1] - e->offsets[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * out_T + (out_T - kept)) * d,
+                    (size_t)kept * d * sizeof(float));
+        }
         hidden = NULL;
         if (logits && per_token)
             for (int b = 0; b < batch; b++)
@@ -35878,7 +36387,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         want[1] = want[0];
         want[0] = 1;
     }
-    if (t->layout == PF__LAYOUT_IN_OUT) {
+    if (t->layout == PF__LAYOUT_IN_OUT || t->layout == PF__LAYOUT_HEADS_IN_OUT) {
         want[0] = src->cols;
         want[1] = src->rows;
     }
@@ -35940,6 +36449,11 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.ndim = 2;
         flat.shape[1] = src->cols;
     }
+    if (t->layout == PF__LAYOUT_HEADS_IN_OUT || t->layout == PF__LAYOUT_HEADS_ROWS) { /* [n, heads, head_dim] checked as [n, heads * head_dim] */
+        int ok = st->ndim == 3 && st->shape[2] == (size_t)m->config.head_dim;
+        flat.ndim = ok ? 2 : 0;
+        flat.shape[1] = ok ? st->shape[1] * st->shape[2] : 0;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -35962,6 +36476,8 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS || t->layout == PF__LAYOUT_EXPERT_VECTORS ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_EXPERTS || blocked_experts              ? PF__LAYOUT_OUT_IN
+                  : t->layout == PF__LAYOUT_HEADS_IN_OUT                            ? PF__LAYOUT_IN_OUT
+                  : t->layout == PF__LAYOUT_HEADS_ROWS                              ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;
     src->groups = groups;
@@ -36318,7 +36834,8 @@ static pf_result pf__check_stacks(pf_model *m) {
                 return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d has biases on some of its stacked projections only", m->dir, l);
         }
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data &&
-            !m->sources[base + PF__SLOT_Q_B_WEIGHT].data) /* latent attention's low-rank q */
+            !m->sources[base + PF__SLOT_Q_B_WEIGHT].data && /* latent attention's low-rank q */
+            !(m->config.funnel && m->sources[base + PF__SLOT_CROSS_Q_WEIGHT].data)) /* Funnel's, as cross-attention's */
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
         if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual && !c->norm_weightless &&
             !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data && !m->sources[base + PF__SLOT_MLP_POST_NORM_WEIGHT].data)

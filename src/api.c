@@ -381,7 +381,7 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
        projection of the first token's state */
     static const struct pf__head_slots projection_lm = {PF_HEAD_MASKED_LM, 0, {PF__SLOT_LM_HEAD_BIAS}, 1};
     static const struct pf__head_slots first_token_class = {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
-    if (c->summary_heads && c->head == PF_HEAD_MASKED_LM) mine = &projection_lm;
+    if ((c->summary_heads || c->funnel) && c->head == PF_HEAD_MASKED_LM) mine = &projection_lm; /* Funnel's too */
     if (c->summary_heads && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) mine = &first_token_class;
     /* XLM's language table: there exactly when n_langs > 1 and use_lang_emb, as transformers builds it */
     int languages = c->types_are_languages && c->type_vocab_size > 1 && c->use_lang_emb;
@@ -435,11 +435,12 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
    table order) present under the prefix, or bare (lm_head.weight sits outside it). *row is the
    row that matched (the first row when none did) and name its full name; a second spelling
    present too is *other. */
-/* Row t's tensor name for layer `layer`: its pattern, or with PF__LAYOUT_PER_EXPERT (PER_HEAD) the
-   part-th of its '|'-separated parts for expert (head) `expert` (the pattern's second %d). */
+/* Row t's tensor name for layer `layer`: its pattern (a second %d: `expert`), or with
+   PF__LAYOUT_PER_EXPERT (PER_HEAD) the part-th of its '|'-separated parts for expert (head)
+   `expert` (the pattern's second %d). */
 PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *t, int layer, int expert, int part) {
     if (t->layout != PF__LAYOUT_PER_EXPERT && t->layout != PF__LAYOUT_PER_HEAD) {
-        snprintf(out, size, t->pattern, layer);
+        snprintf(out, size, t->pattern, layer, expert);
         return;
     }
     const char *begin = t->pattern;
@@ -478,7 +479,18 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
-        pf__pattern_name(pattern, sizeof pattern, t, index, 0, 0);
+        /* a pattern of two %d (Funnel's blocks.B.L): the layer's block and its place in it; Funnel's
+           one-%d patterns name its decoder's layers, counted from 0 after the blocks' */
+        const char *second = strstr(t->pattern, "%d");
+        int pieces = t->layout == PF__LAYOUT_PER_EXPERT || t->layout == PF__LAYOUT_PER_HEAD; /* their second %d: the piece's */
+        int block = 0, place = index, blocks_pattern = !pieces && second && strstr(second + 2, "%d") != NULL;
+        for (int b = 0; b < m->config.funnel_blocks && place >= m->config.funnel_block_sizes[b]; b++)
+            place -= m->config.funnel_block_sizes[b], block = b + 1;
+        int decoder_pattern = m->config.funnel_blocks && slot >= PF__SLOT_FIRST_LAYER && second && !blocks_pattern;
+        if (decoder_pattern && block < m->config.funnel_blocks) continue; /* a block's layer */
+        if (blocks_pattern && m->config.funnel_blocks && block >= m->config.funnel_blocks) continue; /* the decoder's */
+        if (blocks_pattern) pf__pattern_name(pattern, sizeof pattern, t, block, place, 0);
+        else pf__pattern_name(pattern, sizeof pattern, t, decoder_pattern ? place : index, 0, 0);
         snprintf(full, sizeof full, "%s%s", prefix, pattern);
         const pf__st_tensor *st = pf__take_prefixed(m, prefix, pattern);
         if (!*row || (st && !found)) {

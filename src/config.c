@@ -1781,6 +1781,61 @@ static pf_result pf__config_summary_heads(const pf__json *json, const pf__config
     return PF_OK;
 }
 
+/* Funnel Transformer's blocks and pooling (pf__config.funnel): block_sizes (transformers' default
+   [4, 4, 4]) and block_repeats (null: 1 each) give num_layers and the repeats; pooling_type "mean"
+   or "max"; attention_type "relative_shift" or "factorized", the same terms (the factorized form's
+   sums of sin and cos products are the sinusoid of the distance; the class token's positions,
+   which differ, are masked out of both); other values refused by name. FunnelModel and the heads
+   on it (masked LM, token classification, question answering, pretraining's discriminator) have
+   the upsampling decoder: num_decoder_layers more layers; the base model's classes none. */
+static pf_result pf__config_funnel(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    int repeats = 0;
+    int given = pf__config_int_list(json, "block_sizes", c->funnel_block_sizes, PF__FUNNEL_MAX_BLOCKS, &c->funnel_blocks);
+    if (given < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"block_sizes\" is not a list of 1 to %d positive counts",
+                          path, PF__FUNNEL_MAX_BLOCKS);
+    if (!given) {
+        c->funnel_blocks = 3;
+        for (int b = 0; b < 3; b++) c->funnel_block_sizes[b] = 4;
+    }
+    const pf__json *repeat_list = pf__json_get(json, "block_repeats");
+    if (repeat_list && repeat_list->type != PF__JSON_NULL &&
+        (pf__config_int_list(json, "block_repeats", c->funnel_block_repeats, PF__FUNNEL_MAX_BLOCKS, &repeats) < 0 ||
+         repeats != c->funnel_blocks))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"block_repeats\" is not a list of %d positive counts (one "
+                          "per block_sizes entry)", path, c->funnel_blocks);
+    if (c->head_dim < 1 || c->head_dim > 1024) /* the CPU's relative terms keep a head's query on the stack */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"d_head\" %d is not supported (1 to 1024 are)", path,
+                          c->head_dim);
+    c->funnel_decoder = !strcmp(c->class_name, "FunnelModel") || c->head == PF_HEAD_MASKED_LM ||
+                        c->head == PF_HEAD_TOKEN_CLASSIFICATION || c->head == PF_HEAD_QUESTION_ANSWERING ||
+                        c->head == PF_HEAD_REPLACED_TOKEN_DETECTION;
+    if (!c->funnel_decoder) c->funnel_decoder_layers = 0;
+    if (c->funnel_decoder_layers < 0 || c->funnel_decoder_layers > 1000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_decoder_layers\" %d is not a count of layers", path,
+                          c->funnel_decoder_layers);
+    c->num_layers = c->funnel_decoder_layers;
+    for (int b = 0; b < c->funnel_blocks; b++) {
+        if (!repeats) c->funnel_block_repeats[b] = 1;
+        c->num_layers += c->funnel_block_sizes[b];
+    }
+    static const char *const pooling[] = {"mean", "max"}, *const attention[] = {"relative_shift", "factorized"};
+    static const char *const keys[] = {"pooling_type", "attention_type"};
+    for (int k = 0; k < 2; k++) {
+        const pf__json *v = pf__json_get(json, keys[k]);
+        const char *const *names = k ? attention : pooling;
+        if (!v || v->type == PF__JSON_NULL) continue; /* the first, transformers' default */
+        int which = v->type != PF__JSON_STRING ? -1 : !strcmp(v->string, names[0]) ? 0 : !strcmp(v->string, names[1]) ? 1 : -1;
+        if (which < 0)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %s%s%s is not supported (\"%s\" and \"%s\" "
+                              "are)", path, keys[k], v->type == PF__JSON_STRING ? "\"" : "",
+                              v->type == PF__JSON_STRING ? v->string : "other than a name",
+                              v->type == PF__JSON_STRING ? "\"" : "", names[0], names[1]);
+        if (!k) c->funnel_pool_max = which;
+    }
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -1811,6 +1866,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
     if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */

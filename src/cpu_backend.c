@@ -3520,10 +3520,11 @@ static inline float pf__alibi_bias(const pf__attn_shape *a, float slope, size_t 
     return a->alibi_rounded ? pf__bf16_to_f32(pf__f32_to_bf16(bias)) * a->scale : bias;
 }
 
-/* The dense bias row (pf__attn_shape.dense_bias) of row b's query t and head h; NULL: none. */
+/* The dense bias row (pf__attn_shape.dense_bias) of row b's query t and head h, over the keys (the
+   step's own, or cache_len's under PF__MASK_CROSS); NULL: none. */
 static const float *pf__dense_bias_row(const pf__attn_shape *a, const pf__step *s, size_t b, size_t t, int h) {
-    size_t T = (size_t)s->seq_len;
-    return a->dense_bias ? a->dense_bias + ((b * T + t) * (size_t)a->heads + (size_t)h) * T : NULL;
+    size_t T = (size_t)s->seq_len, keys = a->mask == PF__MASK_CROSS ? (size_t)a->cache_len : T;
+    return a->dense_bias ? a->dense_bias + ((b * T + t) * (size_t)a->heads + (size_t)h) * keys : NULL;
 }
 
 /* One query's scores p[0..count) of keys first.. into probabilities, for head h; dense: its dense
@@ -4053,6 +4054,40 @@ static void pf__cpu_span_conv(pf__rank *r, float *out, const float *logits, size
     }
 }
 
+static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
+                                const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
+                                const pf__funnel_shape *f) {
+    (void)r;
+    size_t B = (size_t)f->batch, Tq = (size_t)f->q_len, Tk = (size_t)f->k_len, H = (size_t)f->heads, hd = (size_t)f->head_dim;
+    const int32_t *q_pad = ints, *k_pad = ints + B, *q_types = ints + 2 * B, *k_types = q_types + B * Tq;
+    for (size_t b = 0; b < B; b++)
+        for (size_t i = 0; i < Tq; i++)
+            for (size_t h = 0; h < H; h++) {
+                size_t n = b * Tq + i;
+                float *o = out + (n * H + h) * Tk;
+                float pos_q[1024], type_q[1024], same = 0.0f, other = 0.0f; /* head_dim <= 1024 (config.c) */
+                for (size_t e = 0; e < hd; e++) {
+                    pos_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(pos_bias->data, h * hd + e, pos_bias->dtype);
+                    type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
+                }
+                for (size_t e = 0; e < hd; e++) { /* seg row 0: another segment's; row 1: the same's */
+                    other += type_q[e] * pf__weight_value(seg->data, h * hd + e, seg->dtype);
+                    same += type_q[e] * pf__weight_value(seg->data, H * hd + h * hd + e, seg->dtype);
+                }
+                for (size_t j = 0; j < Tk; j++) {
+                    long qi = (long)i - q_pad[b], kj = (long)j - k_pad[b];
+                    o[j] = 0.0f;
+                    if (qi < 0 || kj < 0 || (f->separate_cls && (qi == 0 || kj == 0))) continue;
+                    long distance = f->q_first + qi * f->q_stride - f->k_first - kj * f->k_stride;
+                    const float *row = rel + (size_t)((distance - f->rel_first) / f->k_stride) * H * hd + h * hd;
+                    float position = 0.0f;
+                    for (size_t e = 0; e < hd; e++) position += pos_q[e] * row[e];
+                    int32_t tq = q_types[n], tk = k_types[b * Tk + j];
+                    o[j] = f->scale * (position + (tq == tk || tq == 2 || tk == 2 ? same : other));
+                }
+            }
+}
+
 static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                                      size_t count, size_t width) {
     (void)r;
@@ -4105,6 +4140,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .depthwise_conv = pf__cpu_depthwise_conv,
     .multiply = pf__cpu_multiply,
     .span_conv = pf__cpu_span_conv,
+    .funnel_bias = pf__cpu_funnel_bias,
     .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their

@@ -87,8 +87,8 @@ typedef struct pf_cuda_attention_args {
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
     int rel_rows, rel_buckets, rel_max_distance;
-    const float *dense_bias;            /* [batch * T][heads][T]: added to the scaled score of key j (past 0),
-                                           DeBERTa's disentangled terms; NULL: none (then the plain kernel) */
+    const float *dense_bias;            /* [batch * T][heads][T (mask 2: cache_len)]: added to the scaled score of
+                                           key j (past 0), DeBERTa's or Funnel's terms; NULL: none (then the plain kernel) */
     const void *sinks;                  /* [heads] of sinks_dtype: a logit per head joining its softmax's
                                            denominator with no value (gpt-oss); NULL: none (then the plain kernel) */
     int sinks_dtype;
@@ -156,6 +156,12 @@ int pf_cuda_depthwise_conv(pf_cuda_rank *st, float *out, const float *x, const v
 int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
 int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
                       const int *pad, int batch, int T, int heads, int head_dim, int k);
+/* Funnel's position and segment terms as attend's dense bias (pf__backend.funnel_bias's math):
+   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]. */
+int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
+                        const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
+                        int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
+                        int k_stride, int rel_first, int separate_cls, float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);

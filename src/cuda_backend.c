@@ -257,7 +257,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
         rs->reduce_sum = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     }
-    if (c->num_experts > 0 || c->trigram_input) { /* MobileBERT's trigrams gather 3 rows a token */
+    if (c->num_experts > 0 || c->trigram_input || c->funnel) { /* MobileBERT's trigrams gather 3 rows a token, Funnel's pooling 1 */
         rs->expert_rows = (int32_t *)pf__rank_alloc(r, (c->trigram_input ? 3 : 1) * T * sizeof(int32_t));
         rs->expert_scales = (float *)pf__rank_alloc(r, T * sizeof(float));
     }
@@ -775,6 +775,17 @@ static void pf__cuda_span_conv(pf__rank *r, float *out, const float *logits, siz
         pf__cuda_ok(r, pf_cuda_span_conv(rs->cu, out, logits, logits_stride, v, pad, s->batch, s->seq_len, heads, head_dim, k));
 }
 
+static void pf__cuda_funnel_bias(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
+                                 const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
+                                 const pf__funnel_shape *f) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !f->heads) return;
+    pf__cuda_ok(r, pf_cuda_funnel_bias(rs->cu, out, q, rel, pos_bias->data, pf__cuda_dtype(pos_bias->dtype), type_bias->data,
+                                       pf__cuda_dtype(type_bias->dtype), seg->data, pf__cuda_dtype(seg->dtype), ints,
+                                       f->batch, f->q_len, f->k_len, f->heads, f->head_dim, f->q_first, f->q_stride,
+                                       f->k_first, f->k_stride, f->rel_first, f->separate_cls, f->scale));
+}
+
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
                                       const float *scales, size_t count, size_t width) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
@@ -1265,6 +1276,7 @@ static const pf__backend pf__cuda_table = {
     .scale = pf__cuda_scale,
     .gather_rows = pf__cuda_gather_rows,
     .depthwise_conv = pf__cuda_depthwise_conv,
+    .funnel_bias = pf__cuda_funnel_bias,
     .multiply = pf__cuda_multiply,
     .span_conv = pf__cuda_span_conv,
     .scatter_add_rows = pf__cuda_scatter_add_rows,

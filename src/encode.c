@@ -382,6 +382,10 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
                                 (c->type_vocab_size > 0 ? c->type_vocab_size : 1) - 1);
         if (boxes && boxes[b] && (r = pf__check_boxes(m, boxes[b], b, lengths[b]))) return r;
+        if (c->funnel && pf__funnel_output_length(c, lengths[b]) < 0)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens are too few for Funnel's %d poolings (%d at "
+                            "least: transformers leaves a shorter row unpooled but reads position terms made for a pooled "
+                            "one)", b, lengths[b], c->funnel_blocks - 1, pf__funnel_shortest_row(c));
         if (lengths[b] > T) T = lengths[b];
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
@@ -452,16 +456,21 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (!r && seq2seq && num_logits)
             r = pf__seq2seq_head(m, padded, pads, batch, T, pool_at, e->pooled, logits);
     }
-    if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] */
+    if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] (Funnel's: as many as its poolings leave) */
         e->batch = batch;
         e->hidden_size = (int)d;
         e->head = seq2seq && !num_logits ? PF_HEAD_NONE : c->head;
         e->num_logits = num_logits;
         e->logits_per_token = num_logits ? per_token : 0;
-        for (int b = 0; b < batch; b++) e->offsets[b + 1] = e->offsets[b] + lengths[b];
-        e->last_hidden_state = hidden;
+        int out_T = c->funnel ? pf__funnel_output_length(c, T) : T;
         for (int b = 0; b < batch; b++)
-            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * T + pads[b]) * d, (size_t)lengths[b] * d * sizeof(float));
+            e->offsets[b + 1] = e->offsets[b] + (c->funnel ? pf__funnel_output_length(c, lengths[b]) : lengths[b]);
+        e->last_hidden_state = hidden;
+        for (int b = 0; b < batch; b++) {
+            int kept = e->offsets[b + 1] - e->offsets[b];
+            memmove(hidden + (size_t)e->offsets[b] * d, hidden + ((size_t)b * out_T + (out_T - kept)) * d,
+                    (size_t)kept * d * sizeof(float));
+        }
         hidden = NULL;
         if (logits && per_token)
             for (int b = 0; b < batch; b++)

@@ -804,6 +804,267 @@ static void pf__rank_decoder_encoding(pf__rank *r, const pf__job *job, const pf_
         if (job->pool_at[b] >= 0) be->download(r, job->logits + b * labels, r->head_out + b * labels, labels * sizeof(float));
 }
 
+/* ---- Funnel Transformer ---------------------------------------------------------------------- */
+
+/* The tokens a row of `length` has after one pooling (transformers' pool_tensor: with
+   separate_cls the first token kept apart and, truncate_seq, the last dropped; then each pair one
+   token, a lone last one its own). */
+PF_PRIVATE int pf__funnel_pooled_length(const pf__config *c, int length) {
+    if (!c->funnel_separate_cls) return (length + 1) / 2;
+    int rest = c->funnel_truncate_seq ? length - 2 : length - 1; /* after the first token */
+    return 1 + (rest > 0 ? (rest + 1) / 2 : 0);
+}
+
+/* The tokens a Funnel model gives a row of `length` (FunnelBaseModel: those of its last block;
+   with the decoder: `length`), or -1 for a row too short to pool before some block (transformers
+   leaves it unpooled there, but reads position terms made for the pooled length: refused). */
+PF_PRIVATE int pf__funnel_output_length(const pf__config *c, int length) {
+    int pooled = length;
+    for (int b = 1; b < c->funnel_blocks; b++) {
+        if (pooled <= (c->funnel_separate_cls ? 2 : 1)) return -1;
+        pooled = pf__funnel_pooled_length(c, pooled);
+    }
+    return c->funnel_decoder ? length : pooled;
+}
+
+/* The fewest tokens a row may have (pf__funnel_output_length not -1). */
+PF_PRIVATE int pf__funnel_shortest_row(const pf__config *c) {
+    int n = 1;
+    while (pf__funnel_output_length(c, n) < 0) n++;
+    return n;
+}
+
+/* One level of pooling of a Funnel step: each row's tokens after its left pads. */
+typedef struct pf__funnel_level {
+    int len;           /* tokens a row, pads included (the longest row's) */
+    int first, stride; /* a row's token t at position first + (t - pad) * stride: 0, 1, 2 ... before any
+                          pooling; then the pairs' first tokens', and with separate_cls the class token
+                          one stride before the second token (transformers' stride_pool_pos) */
+    int *pad;          /* host [batch] */
+    int32_t *types;    /* host [batch][len]: segment ids, pooled as transformers' stride_pool (a pair's first) */
+} pf__funnel_level;
+
+/* next = cur pooled, and x (cur's rows) pooled into out (next's rows): the mean of each pair (or
+   their max, as b + relu(a - b)), the class token alone with separate_cls; a pad's row is its
+   row's first token's (finite, never read). part is scratch. */
+static void pf__rank_funnel_pool(pf__rank *r, float *out, const float *x, const pf__funnel_level *cur,
+                                 pf__funnel_level *next, int batch) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t d = (size_t)c->hidden_size, tokens = r->group->max_tokens;
+    next->len = 0;
+    for (int b = 0; b < batch; b++) {
+        int pooled = pf__funnel_pooled_length(c, cur->len - cur->pad[b]);
+        if (pooled > next->len) next->len = pooled;
+    }
+    next->stride = 2 * cur->stride;
+    next->first = c->funnel_separate_cls ? 1 - next->stride : 0;
+    int32_t *lo_rows = r->funnel_rows, *hi_rows = r->funnel_rows + tokens;
+    float *lo_scale = r->funnel_scales, *hi_scale = r->funnel_scales + tokens;
+    for (int b = 0; b < batch; b++) {
+        int length = cur->len - cur->pad[b], pooled = pf__funnel_pooled_length(c, length);
+        int last = c->funnel_separate_cls && c->funnel_truncate_seq ? length - 2 : length - 1; /* the last pooled */
+        size_t row = (size_t)b * cur->len + (size_t)cur->pad[b];
+        next->pad[b] = next->len - pooled;
+        for (int t = 0; t < next->len; t++) {
+            size_t n = (size_t)b * next->len + (size_t)t;
+            int k = t - next->pad[b], lo = 0, hi = 0; /* the window of pooled token k */
+            if (k > 0 || (k == 0 && !c->funnel_separate_cls)) {
+                lo = c->funnel_separate_cls ? 2 * k - 1 : 2 * k;
+                hi = lo + 1 <= last ? lo + 1 : lo;
+            }
+            lo_rows[n] = (int32_t)(row + (size_t)lo);
+            hi_rows[n] = (int32_t)(row + (size_t)hi);
+            next->types[n] = k >= 0 ? cur->types[row + (size_t)lo] : 0;
+            lo_scale[n] = c->funnel_pool_max || hi == lo ? 1.0f : 0.5f;
+            hi_scale[n] = c->funnel_pool_max ? -1.0f : hi == lo ? 0.0f : 0.5f;
+        }
+    }
+    size_t count = (size_t)batch * next->len;
+    be->gather_rows(r, out, x, lo_rows, lo_scale, count, d);
+    be->gather_rows(r, r->part, x, hi_rows, hi_scale, count, d);
+    be->add_residual(r, out, r->part, NULL, count, d); /* mean: a/2 + b/2; max: a - b */
+    if (c->funnel_pool_max) { /* max(a, b) = b + relu(a - b) */
+        be->activation(r, out, count * d, PF__ACT_RELU);
+        be->gather_rows(r, r->part, x, hi_rows, NULL, count, d);
+        be->add_residual(r, out, r->part, NULL, count, d);
+    }
+}
+
+/* The relative terms' inputs of queries at level q over keys at level k, into the rank's
+   memory: funnel_bias's ints, and the sinusoids of the distances p_q - p_k (row m: rel_first +
+   m k_stride; its first hidden / 2 values sin(distance f_i), then cos, f_i = 10000^(-i / (hidden
+   / 2)) as transformers computes them in fp32). Returns the shape, f->heads 0 for a rank without
+   heads; *rows the sinusoids' rows. */
+static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_level *q, const pf__funnel_level *k, int batch,
+                                              size_t *rows) {
+    const pf__config *c = &r->group->model->config;
+    pf__funnel_shape f = {batch, q->len, k->len, r->share.heads, c->head_dim, q->first, q->stride, k->first, k->stride,
+                          0, c->funnel_separate_cls, 1.0f / sqrtf((float)c->head_dim)};
+    f.rel_first = q->first - k->first - (k->len - 1) * k->stride;
+    *rows = (size_t)(((q->len - 1) * q->stride + (k->len - 1) * k->stride) / k->stride + 1);
+    int32_t *ints = r->funnel_host_ints;
+    size_t B = (size_t)batch;
+    for (size_t b = 0; b < B; b++) ints[b] = q->pad[b], ints[B + b] = k->pad[b];
+    memcpy(ints + 2 * B, q->types, B * q->len * sizeof(int32_t));
+    memcpy(ints + 2 * B + B * q->len, k->types, B * k->len * sizeof(int32_t));
+    r->backend->upload(r, r->funnel_ints, ints, (2 * B + B * (q->len + k->len)) * sizeof(int32_t));
+    size_t d = (size_t)c->hidden_size, half = d / 2;
+    float *table = r->funnel_sinusoid_host;
+    for (size_t m = 0; m < *rows; m++) {
+        float distance = (float)(f.rel_first + (int)m * k->stride);
+        for (size_t i = 0; i < half; i++) {
+            float angle = distance * (1.0f / powf(10000.0f, (float)i / (float)half));
+            table[m * d + i] = sinf(angle);
+            table[m * d + half + i] = cosf(angle);
+        }
+    }
+    r->backend->upload(r, r->funnel_sinusoid, table, *rows * d * sizeof(float));
+    return f;
+}
+
+/* One Funnel layer l: queries from q_rows (level ql), keys and values from kv_rows (level kl; the
+   same rows but after a pooling); the layer's output into q_rows. score = ((q + r_w_bias) . k +
+   the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax over the row's keys;
+   q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)), each summed over the
+   ranks as BERT's post-norm block. f: pf__rank_funnel_terms' for these levels. */
+static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__funnel_level *ql, const float *kv_rows,
+                                  const pf__funnel_level *kl, const pf__funnel_shape *f, size_t rel_rows) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t Nq = (size_t)f->batch * ql->len, Nk = (size_t)f->batch * kl->len, d = (size_t)c->hidden_size;
+    float eps = (float)c->norm_eps;
+    pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
+    if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
+                      "is)", pf__dtype_name(seg));
+        return;
+    }
+    be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
+    be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
+    be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
+    be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+    be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS], &L[PF__SLOT_FUNNEL_R_S_BIAS],
+                    &L[PF__SLOT_FUNNEL_SEG_EMBED], r->funnel_ints, f);
+    be->add_residual(r, r->qkv, NULL, &L[PF__SLOT_CROSS_Q_BIAS], Nq, (size_t)f->heads * f->head_dim); /* q + r_w_bias */
+    pf__tower t = pf__tower_of(r, 1);
+    pf__attn_shape shape = pf__rank_attn_shape(r, &t);
+    shape.mask = PF__MASK_CROSS; /* queries and keys of the layer's own rows: the keys' left pads excepted */
+    shape.cache_len = kl->len;
+    shape.cache_dtype = PF__DTYPE_F32;
+    shape.scale = f->scale;
+    shape.dense_bias = r->funnel_bias;
+    pf__step keys;
+    memset(&keys, 0, sizeof keys);
+    keys.batch = f->batch;
+    keys.seq_len = ql->len;
+    keys.pad = kl->pad;
+    be->attend(r, r->attn, r->qkv, r->funnel_k, r->funnel_v, &keys, &shape);
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, Nq);
+    pf__all_reduce(r, r->part, Nq * d, "the attention output's all-reduce");
+    pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows, &L[PF__SLOT_ATTN_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+    pf__rank_mlp_in(r, r->mlp, q_rows, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), Nq, c->activation);
+    be->matmul(r, r->part, r->mlp, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, Nq);
+    pf__all_reduce(r, r->part, Nq * d, "the MLP output's all-reduce");
+    pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+}
+
+/* FunnelModel's decoder input (FunnelDecoder's upsample) into out at the input's level: each row's
+   last-level rows repeated 2^(blocks - 1) times (the class token alone with separate_cls; rows past
+   the repeats zero, as transformers pads them), plus first, the first block's output. */
+static void pf__rank_funnel_upsample(pf__rank *r, float *out, const float *x, const pf__funnel_level *last,
+                                     const pf__funnel_level *input, const float *first, int batch) {
+    const pf__config *c = &r->group->model->config;
+    size_t d = (size_t)c->hidden_size, count = (size_t)batch * input->len;
+    int stride = last->stride / input->stride;
+    int32_t *rows = r->funnel_rows;
+    float *scales = r->funnel_scales;
+    for (int b = 0; b < batch; b++) {
+        int kept = last->len - last->pad[b];
+        size_t row = (size_t)b * last->len + (size_t)last->pad[b]; /* the row's first last-level token */
+        for (int t = 0; t < input->len; t++) {
+            size_t n = (size_t)b * input->len + (size_t)t;
+            int k = t - input->pad[b], from = 0; /* the last-level token k repeats */
+            if (k > 0) from = c->funnel_separate_cls ? 1 + (k - 1) / stride : k / stride;
+            int inside = k >= 0 && from < kept;
+            rows[n] = (int32_t)(row + (size_t)(inside ? from : 0));
+            scales[n] = inside ? 1.0f : 0.0f; /* beyond the repeats (and pads): 0 times a finite row */
+        }
+    }
+    r->backend->gather_rows(r, out, x, rows, scales, count, d);
+    r->backend->add_residual(r, out, first, NULL, count, d);
+}
+
+/* FunnelBaseModel (FunnelEncoder) on the step's rows: the embedding, then each block's layers,
+   each run its block_repeats times; before each block after the first the sequence pooled (its
+   first layer's queries alone with pool_q_only, its keys and values the rows before the pooling).
+   FunnelModel then upsamples and runs its decoder layers at the input's level. Then the encoder's
+   outputs over the last rows (the base model's: its last level's, its first token pooled). Each
+   row as alone: its tokens after its left pads. */
+static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    if (!be->funnel_bias || !be->gather_rows) { /* a registered backend may lack them */
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's relative attention and pooling have no kernels on this backend "
+                      "(the CPU and CUDA backends have them)");
+        return;
+    }
+    int B = s->batch;
+    size_t d = (size_t)c->hidden_size, tokens = r->group->max_tokens, max_batch = (size_t)r->group->max_batch;
+    pf__funnel_level levels[3] = {{s->seq_len, 0, 1, r->funnel_pads, r->funnel_types},
+                                  {0, 0, 1, r->funnel_pads + max_batch, r->funnel_types + tokens},
+                                  {0, 0, 1, r->funnel_pads + 2 * max_batch, r->funnel_types + 2 * tokens}};
+    pf__funnel_level *input = &levels[0], *cur = input, *next = &levels[1]; /* input kept for the decoder */
+    for (int b = 0; b < B; b++) cur->pad[b] = s->pad ? s->pad[b] : 0;
+    for (size_t n = 0; n < (size_t)B * s->seq_len; n++) cur->types[n] = s->type_ids ? s->type_ids[n] : 0;
+    pf__tower t = pf__tower_of(r, 1);
+    pf__rank_embed(r, s, &t);
+    size_t rel_rows = 0;
+    int applied = 0; /* layers run */
+    pf__funnel_shape f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
+    for (int block = 0, l = 0; block < c->funnel_blocks && !pf__rank_failed(r); block++) {
+        if (block > 0) { /* h = x pooled; the first layer's queries */
+            pf__rank_funnel_pool(r, r->h, r->x, cur, next, B);
+            if (c->funnel_pool_q_only) {
+                f = pf__rank_funnel_terms(r, next, cur, B, &rel_rows);
+                pf__rank_funnel_layer(r, l, r->h, next, r->x, cur, &f, rel_rows);
+                be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
+            } else {
+                be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
+            }
+            pf__funnel_level *spent = cur;
+            cur = next, next = spent == input ? &levels[2] : spent;
+            f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
+        }
+        for (int i = 0; i < c->funnel_block_sizes[block] && !pf__rank_failed(r); i++, l++)
+            for (int k = 0; k < c->funnel_block_repeats[block]; k++) {
+                if (!(block > 0 && c->funnel_pool_q_only && i == 0 && k == 0)) /* that one ran with the pooling */
+                    pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+                /* the decoder's skip input: the state after block_sizes[0] layers run (transformers'
+                   hidden_states[block_sizes[0]], which with block_repeats[0] > 1 is inside block 0) */
+                if (c->funnel_decoder && ++applied == c->funnel_block_sizes[0])
+                    be->copy(r, r->funnel_first, r->x, (size_t)B * input->len * d * sizeof(float));
+            }
+    }
+    if (c->funnel_decoder && !pf__rank_failed(r)) { /* FunnelDecoder: upsampled, then its layers at the input's level */
+        pf__rank_funnel_upsample(r, r->h, r->x, cur, input, r->funnel_first, B);
+        be->copy(r, r->x, r->h, (size_t)B * input->len * d * sizeof(float));
+        cur = input;
+        f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
+        for (int l = c->num_layers - c->funnel_decoder_layers; l < c->num_layers && !pf__rank_failed(r); l++)
+            pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+    }
+    if (pf__rank_failed(r)) return;
+    pf__job out = *job; /* the last rows */
+    out.step.seq_len = cur->len;
+    out.step.pad = cur->pad;
+    pf__rank_encoder_outputs(r, &out, &t);
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
    (pipeline stages: pf__forward_in_chunks), each run as a step of its own: its ids, the positions
@@ -844,6 +1105,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
+        return;
+    }
+    if (c->funnel) {
+        pf__rank_funnel(r, job);
         return;
     }
     if (pf__archs[c->arch].kind == PF__KIND_ENCODER) {

@@ -501,6 +501,12 @@ typedef enum {
     PF__SLOT_ATTN_JOINED_OUT_WEIGHT,/* [hidden, 2 Q]: the output projection as the file holds it, split at load
                                        into PF__SLOT_ATTN_OUT_WEIGHT (its first Q inputs) and: */
     PF__SLOT_CONV_OUT_WEIGHT,       /* [hidden, Q]: the convolution heads' inputs */
+    /* Funnel's relative attention (pf__config.funnel; its q, k, v in PF__SLOT_CROSS_Q_* ... since its
+       queries are other rows than its keys after a pooling, CROSS_Q_BIAS holding r_w_bias): */
+    PF__SLOT_FUNNEL_R_KERNEL,       /* [Q, hidden]: the sinusoidal relative positions into each head (r_kernel) */
+    PF__SLOT_FUNNEL_R_R_BIAS,       /* [Q]: the query's bias for the position term */
+    PF__SLOT_FUNNEL_R_S_BIAS,       /* [Q]: the query's bias for the segment term */
+    PF__SLOT_FUNNEL_SEG_EMBED,      /* [2, Q]: each head's vectors of a key in another segment (row 0) or the query's (row 1) */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -549,13 +555,16 @@ extern PF_PRIVATE const size_t pf__stacks_count;
    PF__LAYOUT_GROUPED_IN_OUT: [groups, in / groups, out / groups], each group's [in, out] (ConvBERT's
    GroupedLinearLayer: output block g of x's input block g times weight[g]), groups from the slot's
    config field; with 1 group an nn.Linear's [out, in]. Read as OUT_IN, block-diagonal as GROUPED.
+   PF__LAYOUT_HEADS_IN_OUT: [in, heads, head_dim] (Funnel's r_kernel); read as IN_OUT [in, heads * head_dim].
+   PF__LAYOUT_HEADS_ROWS: [n, heads, head_dim] (Funnel's seg_embed); read as OUT_IN [n, heads * head_dim].
    PF__LAYOUT_GROUPED: [out, in / groups, 1], a 1-D convolution of kernel 1 in `groups` groups
    (SqueezeBERT's conv1d; groups from the slot's config field, pf__slot_groups): output o reads
    only the inputs of its group o / (out / groups). Read as OUT_IN, the block-diagonal [out, in]
    with zeros outside the groups, so that the ranks split it as the dense layer it stands for. */
 typedef enum { PF__LAYOUT_OUT_IN, PF__LAYOUT_IN_OUT, PF__LAYOUT_VECTOR, PF__LAYOUT_ROW, PF__LAYOUT_SQUEEZED, PF__LAYOUT_CONV, PF__LAYOUT_HEADS,
                PF__LAYOUT_EXPERTS, PF__LAYOUT_PER_EXPERT, PF__LAYOUT_EXPERTS_IN_OUT, PF__LAYOUT_EXPERT_VECTORS,
-               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED, PF__LAYOUT_COLUMN, PF__LAYOUT_GROUPED_IN_OUT } pf__layout;
+               PF__LAYOUT_PER_HEAD, PF__LAYOUT_GROUPED, PF__LAYOUT_COLUMN, PF__LAYOUT_GROUPED_IN_OUT,
+               PF__LAYOUT_HEADS_IN_OUT, PF__LAYOUT_HEADS_ROWS } pf__layout;
 
 typedef enum {
     PF__SPLIT_NONE,
@@ -662,6 +671,7 @@ typedef enum { PF__ACT_GELU_TANH, PF__ACT_GELU_ERF, PF__ACT_RELU, PF__ACT_SILU, 
 typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLAMA3, PF__ROPE_YARN, PF__ROPE_LONGROPE } pf__rope_type;
 #define PF__MAX_ROPE_FACTORS 512 /* LongRoPE's short and long factors: one per rotary frequency */
 #define PF__NEEDED PF_POLICY_NEEDED
+#define PF__FUNNEL_MAX_BLOCKS 8 /* Funnel's blocks (block_sizes' entries) a config may have */
 
 typedef enum {
 #define PF_ARCH(id, ...) PF__ARCH_##id,
@@ -998,6 +1008,20 @@ typedef struct pf__config {
        attention's; num_heads is num_attention_heads / head_ratio (at least 1), head_dim half of
        hidden / num_heads (PF__SLOT_CONV_*) */
     int conv_kernel, head_ratio;
+    /* Funnel Transformer (funnel 1): funnel_blocks blocks (at most PF__FUNNEL_MAX_BLOCKS) of
+       funnel_block_sizes[b] layers, counted block after block (num_layers is their sum), each layer
+       run funnel_block_repeats[b] times in a row. Before each block after the first the sequence is
+       pooled by 2 (the mean of each pair, or the max with funnel_pool_max; pf__funnel_pooled_length),
+       the first token apart (funnel_separate_cls) and then the last dropped (funnel_truncate_seq);
+       the block's first layer takes the pooled rows as its queries alone (funnel_pool_q_only) or as
+       its keys and values too. Attention: content, relative position and segment terms
+       (PF__SLOT_FUNNEL_*, pf__backend.funnel_bias) */
+    int funnel, funnel_blocks, funnel_pool_max, funnel_separate_cls, funnel_truncate_seq, funnel_pool_q_only;
+    /* FunnelModel's upsampling decoder (funnel_decoder 1: FunnelModel and the heads on it): the last
+       block's rows repeated back to each token, plus the first block's output, then
+       funnel_decoder_layers layers (after the blocks' in num_layers) at the first block's level */
+    int funnel_decoder, funnel_decoder_layers;
+    int funnel_block_sizes[PF__FUNNEL_MAX_BLOCKS], funnel_block_repeats[PF__FUNNEL_MAX_BLOCKS];
     /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
        attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
        MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
@@ -1577,6 +1601,16 @@ enum {
 
 /* The attention of one layer on one rank. Local query head h reads key/value head
    (head_begin + h) / kv_group - kv_begin of the rank's cache. */
+/* The shape of Funnel's relative terms in one layer (pf__backend.funnel_bias): queries at one level
+   of pooling, keys at the same or the one before. */
+typedef struct pf__funnel_shape {
+    int batch, q_len, k_len, heads, head_dim;
+    int q_first, q_stride, k_first, k_stride; /* a row's token t at position first + (t - pad) * stride */
+    int rel_first;     /* the distance of rel's row 0; row m is rel_first + m * k_stride */
+    int separate_cls;
+    float scale;
+} pf__funnel_shape;
+
 typedef struct pf__attn_shape {
     int heads, kv_heads, head_dim;
     int head_begin, kv_begin, kv_group;
@@ -1804,6 +1838,19 @@ typedef struct pf__backend {
     void (*multiply)(pf__rank *r, float *x, const float *y, size_t y_stride, size_t rows, size_t n);
     void (*span_conv)(pf__rank *r, float *out, const float *logits, size_t logits_stride, const float *v,
                       const pf__step *s, int heads, int head_dim, int k);
+    /* Funnel's position and segment terms of a layer as attend's dense bias (NULL: a backend without
+       it; Funnel is refused on it): for query row n = b * q_len + i and key j of row b, both real
+       (i >= q_pad[b], j >= k_pad[b]; else 0), and per head h < f->heads of head_dim d,
+       out[(n * heads + h) * k_len + j] = scale * cls(i, j) * ((q[n][h] + pos_bias[h]) . rel[row][h]
+       + (q[n][h] + type_bias[h]) . seg[same][h]), where position p = first + (t - pad) * stride on
+       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, same = the types are equal or
+       either is 2 (the class token's), cls = 0 where f->separate_cls and i or j is its row's first
+       token, else 1. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
+       projections); ints: q_pad [batch], k_pad [batch], q_types [batch][q_len], k_types
+       [batch][k_len], in the backend's memory. */
+    void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
+                        const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
+                        const struct pf__funnel_shape *f);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1858,6 +1905,19 @@ struct pf__rank {
        values); [max_tokens][heads * conv_kernel] every head's kernel logits; [max_tokens][q_r] the
        rank's convolution heads' output */
     float *conv_in, *conv_key, *conv_logits, *conv_out;
+    /* Funnel (pf__rank_funnel_layer): a layer's keys and values [max_tokens][kv_r] (attend's cross
+       layout), its dense bias [max_tokens][heads_r][cache_len], the relative positions' sinusoids
+       [3 cache_len][hidden] and their projections [3 cache_len][q_r]; funnel_bias's ints (device)
+       and, host: each level's pads and types, and the pooling's gather rows and scales */
+    float *funnel_k, *funnel_v, *funnel_bias, *funnel_sinusoid, *funnel_rel;
+    float *funnel_first; /* [max_tokens][hidden]: the first block's output, for the decoder */
+    int32_t *funnel_ints;        /* [2 max_batch + 2 max_tokens] */
+    int *funnel_pads;            /* host, owned: [3][max_batch], the input's level and two others' */
+    int32_t *funnel_types;       /* host, owned: [3][max_tokens] */
+    int32_t *funnel_host_ints;   /* host, owned: funnel_ints' values */
+    int32_t *funnel_rows;        /* host, owned: [2][max_tokens] the pooling's two gathers */
+    float *funnel_scales;        /* host, owned: [2][max_tokens] */
+    float *funnel_sinusoid_host; /* host, owned: [3 cache_len][hidden] */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -2247,6 +2307,9 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r);
 
 /* ---- src/forward.c ---- */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job);
+PF_PRIVATE int pf__funnel_pooled_length(const pf__config *c, int length);
+PF_PRIVATE int pf__funnel_output_length(const pf__config *c, int length);
+PF_PRIVATE int pf__funnel_shortest_row(const pf__config *c);
 PF_PRIVATE void pf__rank_logits_again(pf__rank *r, const pf__job *job);
 /* What a FORWARD or LOGITS job leaves in host memory, as the forward writes it. */
 typedef struct pf__host_outputs {

@@ -40,7 +40,7 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         want[1] = want[0];
         want[0] = 1;
     }
-    if (t->layout == PF__LAYOUT_IN_OUT) {
+    if (t->layout == PF__LAYOUT_IN_OUT || t->layout == PF__LAYOUT_HEADS_IN_OUT) {
         want[0] = src->cols;
         want[1] = src->rows;
     }
@@ -102,6 +102,11 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
         flat.ndim = 2;
         flat.shape[1] = src->cols;
     }
+    if (t->layout == PF__LAYOUT_HEADS_IN_OUT || t->layout == PF__LAYOUT_HEADS_ROWS) { /* [n, heads, head_dim] checked as [n, heads * head_dim] */
+        int ok = st->ndim == 3 && st->shape[2] == (size_t)m->config.head_dim;
+        flat.ndim = ok ? 2 : 0;
+        flat.shape[1] = ok ? st->shape[1] * st->shape[2] : 0;
+    }
     if (t->layout == PF__LAYOUT_HEADS) { /* [heads, head_dim] checked as the vector of its values */
         int ok = st->ndim == 2 && st->shape[1] == (size_t)m->config.head_dim;
         flat.ndim = ok ? 1 : 0;
@@ -124,6 +129,8 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
                   : t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV ? PF__LAYOUT_OUT_IN
                   : t->layout == PF__LAYOUT_HEADS || t->layout == PF__LAYOUT_EXPERT_VECTORS ? PF__LAYOUT_VECTOR
                   : t->layout == PF__LAYOUT_EXPERTS || blocked_experts              ? PF__LAYOUT_OUT_IN
+                  : t->layout == PF__LAYOUT_HEADS_IN_OUT                            ? PF__LAYOUT_IN_OUT
+                  : t->layout == PF__LAYOUT_HEADS_ROWS                              ? PF__LAYOUT_OUT_IN
                                                                                     : t->layout;
     src->split = t->split;
     src->groups = groups;
@@ -480,7 +487,8 @@ static pf_result pf__check_stacks(pf_model *m) {
                 return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d has biases on some of its stacked projections only", m->dir, l);
         }
         if (!m->sources[base + PF__SLOT_QKV_FUSED_WEIGHT].data && !m->sources[base + PF__SLOT_Q_WEIGHT].data &&
-            !m->sources[base + PF__SLOT_Q_B_WEIGHT].data) /* latent attention's low-rank q */
+            !m->sources[base + PF__SLOT_Q_B_WEIGHT].data && /* latent attention's low-rank q */
+            !(m->config.funnel && m->sources[base + PF__SLOT_CROSS_Q_WEIGHT].data)) /* Funnel's, as cross-attention's */
             return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d has no attention projection", m->dir, l);
         if (pf__archs[c->arch].kind == PF__KIND_DECODER && c->pre_norm && !c->parallel_residual && !c->norm_weightless &&
             !m->sources[base + PF__SLOT_MLP_NORM_WEIGHT].data && !m->sources[base + PF__SLOT_MLP_POST_NORM_WEIGHT].data)

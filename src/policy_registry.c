@@ -49,7 +49,8 @@ static const char *pf__layout_name(int v) {
         PF__NAME(PF__LAYOUT_, ROW) PF__NAME(PF__LAYOUT_, SQUEEZED) PF__NAME(PF__LAYOUT_, CONV) PF__NAME(PF__LAYOUT_, HEADS)
         PF__NAME(PF__LAYOUT_, EXPERTS) PF__NAME(PF__LAYOUT_, PER_EXPERT) PF__NAME(PF__LAYOUT_, EXPERTS_IN_OUT)
         PF__NAME(PF__LAYOUT_, EXPERT_VECTORS) PF__NAME(PF__LAYOUT_, PER_HEAD) PF__NAME(PF__LAYOUT_, GROUPED)
-        PF__NAME(PF__LAYOUT_, COLUMN) PF__NAME(PF__LAYOUT_, GROUPED_IN_OUT)
+        PF__NAME(PF__LAYOUT_, COLUMN) PF__NAME(PF__LAYOUT_, GROUPED_IN_OUT) PF__NAME(PF__LAYOUT_, HEADS_IN_OUT)
+        PF__NAME(PF__LAYOUT_, HEADS_ROWS)
     }
     return NULL;
 }
@@ -145,6 +146,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CONV_DEPTHWISE_WEIGHT) PF__NAME(PF__SLOT_, CONV_KEY_WEIGHT) PF__NAME(PF__SLOT_, CONV_KEY_BIAS)
         PF__NAME(PF__SLOT_, CONV_KERNEL_WEIGHT) PF__NAME(PF__SLOT_, CONV_KERNEL_BIAS) PF__NAME(PF__SLOT_, CONV_VALUE_WEIGHT)
         PF__NAME(PF__SLOT_, CONV_VALUE_BIAS) PF__NAME(PF__SLOT_, ATTN_JOINED_OUT_WEIGHT) PF__NAME(PF__SLOT_, CONV_OUT_WEIGHT)
+        PF__NAME(PF__SLOT_, FUNNEL_R_KERNEL) PF__NAME(PF__SLOT_, FUNNEL_R_R_BIAS) PF__NAME(PF__SLOT_, FUNNEL_R_S_BIAS)
+        PF__NAME(PF__SLOT_, FUNNEL_SEG_EMBED)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
@@ -369,10 +372,11 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
         int per_layer = slot >= PF__SLOT_FIRST_LAYER, layers = pf__pattern_layers(t->pattern);
         if ((layout == PF__LAYOUT_PER_EXPERT || layout == PF__LAYOUT_PER_HEAD) && per_layer) /* each '|' part: the layer's %d, then the expert's (head's) */
             layers = layers == 2 * pf__pattern_parts(t->pattern) ? 1 : -1;
-        if (layers < 0 || layers > per_layer)
+        if (layers < 0 || layers > 2 * per_layer)
             return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "%s \"%s\": %s", what, t->pattern,
-                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most (per_expert: "
-                                              "two in each '|' part, the layer's and the expert's), and no other '%'"
+                                  per_layer ? "a per-layer slot's pattern takes one \"%d\" (the layer) at most, or two (the "
+                                              "block of block_sizes, then the layer's place in it; per_expert: two in each "
+                                              "'|' part, the layer's and the expert's), and no other '%'"
                                             : "a slot outside the layers takes no '%' in its pattern");
         for (int column = 0; column < 2; column++) {
             pf__slot_column c = {(pf__slot)slot, column};
@@ -404,6 +408,23 @@ static pf_result pf__draft_tensors(pf__policy_draft *d, const pf_policy *p) {
     if (!r && d->arch.positions == PF__POS_LEARNED && !position_table)
         r = pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "positions \"learned\" needs a tensor row with the slot \"position_embed\"");
     return r;
+}
+
+/* A per-layer pattern of two %d (a block, then the layer's place in it) is Funnel's: the policy
+   must set the config field funnel, whose block_sizes name the blocks. */
+static pf_result pf__draft_block_patterns(pf__policy_draft *d) {
+    int funnel = 0;
+    for (size_t i = 0; i < d->num_configs; i++)
+        if (d->configs[i].offset == offsetof(pf__config, funnel) && d->configs[i].fallback != 0) funnel = 1;
+    for (size_t i = 0; i < d->num_tensors && !funnel; i++) {
+        const pf__arch_tensor *t = &d->tensors[i];
+        if (t->slot >= PF__SLOT_FIRST_LAYER && t->layout != PF__LAYOUT_PER_EXPERT && t->layout != PF__LAYOUT_PER_HEAD &&
+            pf__pattern_layers(t->pattern) == 2)
+            return pf__draft_fail(d, PF_ERROR_INVALID_ARGUMENT, "tensors[%zu].pattern \"%s\": a per-layer slot's pattern "
+                                  "takes one \"%%d\" (the layer) at most, or two (the block, then the layer's place in "
+                                  "it) with the config field funnel set", i, t->pattern);
+    }
+    return PF_OK;
 }
 
 static pf_result pf__draft_configs(pf__policy_draft *d, const pf_policy *p) {
@@ -566,6 +587,7 @@ pf_result pf_register_policy(const pf_policy *policy, char *error, size_t error_
         r = pf__draft_fail(&d, PF_ERROR_INVALID_ARGUMENT, "model_type \"%s\" is compiled in", d.arch.model_type);
     if (!r) r = pf__draft_tensors(&d, policy);
     if (!r) r = pf__draft_configs(&d, policy);
+    if (!r) r = pf__draft_block_patterns(&d);
     if (!r) r = pf__draft_names(&d, policy);
     if (!r) r = pf__draft_keyed_rows(&d, policy);
     if (!r) { /* the default activation: in the family's table when it has one, else an HF name */
@@ -1222,6 +1244,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_CONV_KEY_BIAS: case PF__SLOT_CONV_VALUE_BIAS: *rows = q; break;
     case PF__SLOT_CONV_KERNEL_WEIGHT: *rows = (size_t)c->num_heads * c->conv_kernel; *cols = q; break;
     case PF__SLOT_CONV_KERNEL_BIAS: *rows = (size_t)c->num_heads * c->conv_kernel; break;
+    case PF__SLOT_FUNNEL_R_KERNEL: *rows = q; *cols = h; break;
+    case PF__SLOT_FUNNEL_R_R_BIAS: case PF__SLOT_FUNNEL_R_S_BIAS: *rows = q; break;
+    case PF__SLOT_FUNNEL_SEG_EMBED: *rows = 2; *cols = q; break;
     case PF__SLOT_CROSS_OUT_WEIGHT: *rows = h; *cols = q; break;
     case PF__SLOT_Q_A_WEIGHT: *rows = (size_t)c->q_lora_rank; *cols = h; break;
     case PF__SLOT_Q_A_BIAS: case PF__SLOT_Q_A_NORM_WEIGHT: *rows = (size_t)c->q_lora_rank; break;

@@ -770,6 +770,27 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->conv_logits = (float *)pf__rank_alloc(r, T * (size_t)c->num_heads * (size_t)c->conv_kernel * sizeof(float));
         r->conv_out = (float *)pf__rank_alloc(r, T * q_width * sizeof(float));
     }
+    if (c->funnel) { /* Funnel's keys and values, relative terms and pooling (pf__rank_funnel) */
+        size_t rel_rows = 3 * (size_t)g->cache_len, B = (size_t)g->max_batch;
+        r->funnel_k = (float *)pf__rank_alloc(r, T * kv_width * sizeof(float));
+        r->funnel_v = (float *)pf__rank_alloc(r, T * kv_width * sizeof(float));
+        r->funnel_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * (size_t)g->cache_len * sizeof(float));
+        r->funnel_sinusoid = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
+        r->funnel_rel = (float *)pf__rank_alloc(r, rel_rows * q_width * sizeof(float));
+        r->funnel_ints = (int32_t *)pf__rank_alloc(r, (2 * B + 2 * T) * sizeof(int32_t));
+        if (c->funnel_decoder) r->funnel_first = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        if (!r->counting && !r->funnel_pads) { /* host memory: once, not in the counting pass */
+            r->funnel_pads = (int *)malloc(3 * B * sizeof(int));
+            r->funnel_types = (int32_t *)malloc(3 * T * sizeof(int32_t));
+            r->funnel_host_ints = (int32_t *)malloc((2 * B + 2 * T) * sizeof(int32_t));
+            r->funnel_rows = (int32_t *)malloc(2 * T * sizeof(int32_t));
+            r->funnel_scales = (float *)malloc(2 * T * sizeof(float));
+            r->funnel_sinusoid_host = (float *)malloc(rel_rows * hidden * sizeof(float));
+            if (!r->funnel_pads || !r->funnel_types || !r->funnel_host_ints || !r->funnel_rows || !r->funnel_scales ||
+                !r->funnel_sinusoid_host)
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        }
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */

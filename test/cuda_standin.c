@@ -260,6 +260,11 @@ TAPED(multiply, MULTIPLY_ARGS, 0)
 #define SPAN_CONV_ARGS(X) X(float *, out) X(const float *, logits) X(size_t, logits_stride) X(const float *, v) \
     X(const int *, pad) X(int, batch) X(int, T) X(int, heads) X(int, head_dim) X(int, k)
 TAPED(span_conv, SPAN_CONV_ARGS, 0)
+#define FUNNEL_BIAS_ARGS(X) X(float *, out) X(const float *, q) X(const float *, rel) X(const void *, pos_bias) \
+    X(int, pos_dtype) X(const void *, type_bias) X(int, type_dtype) X(const void *, seg) X(int, seg_dtype) \
+    X(const int32_t *, ints) X(int, batch) X(int, q_len) X(int, k_len) X(int, heads) X(int, hd) X(int, q_first) \
+    X(int, q_stride) X(int, k_first) X(int, k_stride) X(int, rel_first) X(int, separate_cls) X(float, scale)
+TAPED(funnel_bias, FUNNEL_BIAS_ARGS, 0)
 #define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
     X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
 TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
@@ -892,6 +897,45 @@ static int span_conv_live(pf_cuda_rank *st, float *out, const float *logits, siz
     return 0;
 }
 
+/* kernels.cu's pf_funnel_bias_kernel: each (query row, head, key), the dot products in order, fp32. */
+static int funnel_bias_live(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias,
+                            int pos_dtype, const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
+                            const int32_t *ints, int batch, int q_len, int k_len, int heads, int hd, int q_first,
+                            int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, float scale) {
+    (void)st;
+    size_t total = (size_t)batch * q_len * heads * k_len, width = (size_t)heads * hd;
+    if (!total) return 0;
+    NEED(out, total * 4);
+    NEED(q, (size_t)batch * q_len * width * 4);
+    NEED(ints, (2 * (size_t)batch + (size_t)batch * (q_len + k_len)) * 4);
+    NEED(pos_bias, width * dsize(pos_dtype));
+    NEED(type_bias, width * dsize(type_dtype));
+    NEED(seg, 2 * width * dsize(seg_dtype));
+    const int32_t *q_pad = ints, *k_pad = ints + batch, *q_types = ints + 2 * batch, *k_types = q_types + (size_t)batch * q_len;
+    size_t rel_rows = (size_t)(((q_len - 1) * q_stride + (k_len - 1) * k_stride) / k_stride + 1);
+    NEED(rel, rel_rows * width * 4);
+    for (size_t e = 0; e < total; e++) {
+        int j = (int)(e % (size_t)k_len), h = (int)(e / (size_t)k_len % (size_t)heads);
+        size_t n = e / ((size_t)k_len * heads);
+        int b = (int)(n / (size_t)q_len), qi = (int)(n % (size_t)q_len) - q_pad[b], kj = j - k_pad[b];
+        float value = 0.0f;
+        if (qi >= 0 && kj >= 0 && !(separate_cls && (qi == 0 || kj == 0))) {
+            int distance = q_first + qi * q_stride - k_first - kj * k_stride;
+            const float *qh = q + n * width + (size_t)h * hd;
+            const float *row = rel + (size_t)((distance - rel_first) / k_stride) * width + (size_t)h * hd;
+            int tq = q_types[n], tk = k_types[(size_t)b * k_len + j], same = tq == tk || tq == 2 || tk == 2;
+            float position = 0.0f, segment = 0.0f;
+            for (int i = 0; i < hd; i++) position += (qh[i] + ld(pos_bias, pos_dtype, (size_t)h * hd + i)) * row[i];
+            for (int i = 0; i < hd; i++)
+                segment += (qh[i] + ld(type_bias, type_dtype, (size_t)h * hd + i)) *
+                           ld(seg, seg_dtype, (size_t)same * width + (size_t)h * hd + i);
+            value = scale * (position + segment);
+        }
+        out[e] = value;
+    }
+    return 0;
+}
+
 static int sum_live(pf_cuda_rank *st, float *sum, const float *in, size_t count, int first) {
     (void)st;
     NEED(sum, count * 4);
@@ -1400,7 +1444,8 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     NEED(past_at, 4);
     past = *past_at; /* the kernels' past: from here on, as on the device */
     float *acc = malloc((size_t)hd * sizeof(float)), *q16 = malloc((size_t)hd * sizeof(float)), p[CHUNK], part[ATTN_THREADS];
-    if (args->dense_bias) NEED(args->dense_bias, rows * heads * (size_t)T * 4);
+    size_t bias_keys = mask == 2 ? (size_t)cache_len : (size_t)T; /* kernels.cu: the keys a dense bias row covers */
+    if (args->dense_bias) NEED(args->dense_bias, rows * heads * bias_keys * 4);
     int flash = flash_takes(T, cache_dtype, mask, hd, args->dense_bias, args->sinks, longformer);
     if (args->sinks) NEED(args->sinks, (size_t)heads * dsize(args->sinks_dtype));
     for (size_t row = 0; row < rows; row++)
@@ -1450,7 +1495,7 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                         p[jj] = scaled_score(warp_reduce(lanes, 0), scale, softcap) +
                                 alibi_bias(slope, j0 + jj - pd, args->alibi_rounded, scale);
                         if (rel_bias) p[jj] += rel_bias[(size_t)h * rel_rows + relative_bucket(j0 + jj - pos, rel_buckets, rel_max_distance, mask != 1)];
-                        if (args->dense_bias) p[jj] += args->dense_bias[(row * heads + (size_t)h) * T + (size_t)(j0 + jj)];
+                        if (args->dense_bias) p[jj] += args->dense_bias[(row * heads + (size_t)h) * bias_keys + (size_t)(j0 + jj)];
                         int key = j0 + jj, distance = key > pos ? key - pos : pos - key;
                         if (args->local_window > 0 && distance > args->local_window && !(global_row && global_row[key]))
                             p[jj] = -INFINITY; /* kernels.cu: Longformer's keys neither in the window nor global */

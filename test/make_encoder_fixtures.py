@@ -718,6 +718,103 @@ def make_layout_words(name="layoutlm-words", seed=2300):
     print(f"  {name}: {len(ids)} tokens, labels {labels}")
 
 
+# Funnel Transformer (issue 35): 4 heads of d_head 10 (3 ranks split them 2, 1, 1; their width
+# 40 not hidden's 48), blocks [2, 1, 2] (two poolings). Three fixtures between them take both
+# attention types, both pooling types, separate_cls on and off, truncate_seq on and off,
+# pool_q_only on and off and a block repeated; rows of 7, 12 and 6 tokens (odd and even lengths
+# through each pooling), the class token of rows 1 and 2 of segment 2 as FunnelTokenizer gives it
+# (row 0's segments all 0: pf_forward's masked-LM check runs row 0 without any), row 1 a pair of
+# segments. The full model (FunnelModel's decoder: the last block upsampled, the first block's
+# output added, num_decoder_layers 1) under each of its heads.
+FUNNEL_SHAPE = dict(vocab_size=120, d_model=48, n_head=4, d_head=10, d_inner=96, block_sizes=[2, 1, 2],
+                    num_decoder_layers=1, hidden_act="gelu_new", hidden_dropout=0.0, attention_dropout=0.0,
+                    activation_dropout=0.0, initializer_range=0.5)
+FUNNEL_ROWS = [
+    ([2, 17, 45, 88, 9, 63, 3], [0] * 7),
+    ([2, 5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 3], [2] + [0] * 5 + [1] * 6),
+    ([2, 119, 64, 33, 71, 3], [2] + [0] * 5),
+]
+FUNNEL_FIXTURES = [
+    # name, class, the shape's changes, labels
+    ("funnel", "FunnelBaseModel", dict(attention_type="relative_shift", pooling_type="mean", separate_cls=True,
+                                       truncate_seq=True, pool_q_only=True, block_repeats=[1, 2, 1]), None),
+    ("funnel-cls", "FunnelForSequenceClassification", dict(attention_type="factorized", pooling_type="mean",
+                                                           separate_cls=False, pool_q_only=False), 3),
+    ("funnel-mc", "FunnelForMultipleChoice", dict(attention_type="factorized", pooling_type="max", separate_cls=True,
+                                                  truncate_seq=False, pool_q_only=True), None),
+    ("funnel-full", "FunnelModel", dict(attention_type="relative_shift", pooling_type="mean", separate_cls=True,
+                                        truncate_seq=True, pool_q_only=True, block_repeats=[2, 1, 1]), None),
+    ("funnel-mlm", "FunnelForMaskedLM", dict(attention_type="relative_shift", pooling_type="mean", separate_cls=True,
+                                             truncate_seq=True, pool_q_only=True), None),
+    ("funnel-tok", "FunnelForTokenClassification", dict(attention_type="factorized", pooling_type="max",
+                                                        separate_cls=False, pool_q_only=False), 5),
+    ("funnel-qa", "FunnelForQuestionAnswering", dict(attention_type="factorized", pooling_type="mean",
+                                                     separate_cls=True, truncate_seq=False, pool_q_only=True), None),
+    ("funnel-pretraining", "FunnelForPreTraining", dict(attention_type="relative_shift", pooling_type="max",
+                                                        separate_cls=True, truncate_seq=True, pool_q_only=False), None),
+]
+
+
+def make_funnel(name, class_name, changes, labels, seed):
+    """A Funnel fixture: transformers' outputs of each row run alone (the base model's last
+    hidden state has each row's pooled length, the full model's each row's tokens). A right-padded
+    batch pools the pads into the real tokens and moves the positions (transformers' own batch
+    differs from its rows alone), so the library computes each row as alone, as it does every
+    encoder's."""
+    torch.manual_seed(seed)
+    kwargs = dict(FUNNEL_SHAPE, **changes)
+    if labels:
+        kwargs["num_labels"] = labels
+    model = getattr(transformers, class_name)(transformers.FunnelConfig(**kwargs)).eval()
+    with torch.no_grad():  # the relative terms larger than their init, the biases not 0, so that each matters
+        for pname, p in model.named_parameters():
+            if pname.split(".")[-1] in ("r_w_bias", "r_r_bias", "r_s_bias", "r_kernel", "seg_embed"):
+                p.normal_(0.0, 0.3)
+            elif pname.endswith(".bias"):
+                p.normal_(0.0, 0.2)
+    out = FIXTURES / name
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    model.save_pretrained(out)
+    model = getattr(transformers, class_name).from_pretrained(out).eval()
+    hidden, pooled, logits = [], [], []
+    choice = class_name.endswith("ForMultipleChoice")  # each row a question of one choice
+    with torch.no_grad():
+        for ids, types in FUNNEL_ROWS:
+            shape = (1, 1, len(ids)) if choice else (1, len(ids))
+            result = model(input_ids=torch.tensor(ids).view(shape), token_type_ids=torch.tensor(types).view(shape),
+                           output_hidden_states=True)
+            last = result.hidden_states[-1][0]
+            hidden.append(last)
+            if hasattr(model, "classifier") and hasattr(model.classifier, "linear_hidden"):  # the pooled first token
+                pooled.append(torch.tanh(model.classifier.linear_hidden(last[0])))
+            if hasattr(result, "start_logits"):
+                logits.append(torch.stack([result.start_logits[0], result.end_logits[0]], dim=-1).reshape(-1))
+            elif hasattr(result, "logits"):
+                logits.append(result.logits.reshape(-1))
+        width = max(len(ids) for ids, _ in FUNNEL_ROWS)  # transformers' own padded batch: other numbers
+        batch = torch.tensor([ids + [0] * (width - len(ids)) for ids, _ in FUNNEL_ROWS])
+        mask = torch.tensor([[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in FUNNEL_ROWS])
+        types = torch.tensor([t + [0] * (width - len(t)) for _, t in FUNNEL_ROWS])
+        padded = model.funnel(input_ids=batch, attention_mask=mask, token_type_ids=types).last_hidden_state \
+            if hasattr(model, "funnel") else model(input_ids=batch, attention_mask=mask, token_type_ids=types).last_hidden_state
+    moved = float((padded[0, :len(hidden[0])] - hidden[0]).abs().max())
+    lines = [f"rows={len(FUNNEL_ROWS)}"]
+    for i, (ids, types) in enumerate(FUNNEL_ROWS):
+        lines.append(f"ids{i}=" + ",".join(map(str, ids)))
+        lines.append(f"types{i}=" + ",".join(map(str, types)))
+    lines.append("output_lengths=" + ",".join(str(len(h)) for h in hidden))  # each row's tokens in hidden.bin
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    torch.cat(hidden).numpy().astype("<f4").tofile(out / "hidden.bin")
+    if pooled:
+        torch.stack(pooled).numpy().astype("<f4").tofile(out / "pooled.bin")
+    if logits:
+        torch.cat(logits).numpy().astype("<f4").tofile(out / "logits.bin")
+    print(f"  {name}: {class_name}, tokens {[len(h) for h in hidden]}, hidden std {float(torch.cat(hidden).std()):.2f}, "
+          f"row 0 in transformers' padded batch moves by {moved:.3f}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
@@ -732,6 +829,9 @@ def main() -> None:
         make_longformer_text()
     if not only or "layoutlm-words" in only:
         make_layout_words()
+    for i, (name, class_name, changes, labels) in enumerate(FUNNEL_FIXTURES):
+        if not only or name in only:
+            make_funnel(name, class_name, changes, labels, seed=2500 + i)
 
 
 if __name__ == "__main__":

@@ -105,6 +105,8 @@ typedef struct test_encoder_reference {
     int32_t boxes[TEST_ENCODER_ROWS][4 * TEST_MAX_IDS]; /* x0, y0, x1, y1 of each token */
     int has_global;       /* 1: Longformer's given global tokens (global<i>=): run with pf_encode_global */
     int32_t global[TEST_ENCODER_ROWS][TEST_MAX_IDS]; /* 1 for a token with global attention */
+    int output_lengths[TEST_ENCODER_ROWS]; /* output_lengths=: each row's tokens in hidden.bin (Funnel's
+                                              pooled rows); without the line, lengths[] */
 } test_encoder_reference;
 int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /* 0 on success */
 

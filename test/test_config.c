@@ -494,6 +494,33 @@ static void test_convbert_refusals(void) {
     expect_load("ConvBERT's multiple choice with summary_activation", NULL, PF_ERROR_UNSUPPORTED, "\"summary_activation\"");
 }
 
+/* Funnel: the keys whose other values we do not compute refused by name; the decoder's tensors
+   needed exactly when architectures names FunnelModel or a head on it. */
+static void test_funnel_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+        {"funnel", "\"pooling_type\": \"mean\"", "\"pooling_type\": \"min\"", "\"pooling_type\" \"min\" is not supported",
+         PF_ERROR_UNSUPPORTED},
+        {"funnel", "\"attention_type\": \"relative_shift\"", "\"attention_type\": \"absolute\"",
+         "\"attention_type\" \"absolute\" is not supported", PF_ERROR_UNSUPPORTED},
+        {"funnel", "\"block_repeats\": [", "\"block_repeats\": [3, ", "\"block_repeats\" is not a list of 3 positive counts",
+         PF_ERROR_FORMAT},
+        {"funnel", "\"block_sizes\": [", "\"block_sizes\": [0, ", "\"block_sizes\" is not a list of 1 to 8 positive counts",
+         PF_ERROR_FORMAT},
+        {"funnel", "\"d_head\": 10", "\"d_head\": 2000", "\"d_head\" 2000 is not supported", PF_ERROR_UNSUPPORTED},
+        {"funnel-full", "\"num_decoder_layers\": 1", "\"num_decoder_layers\": -1",
+         "\"num_decoder_layers\" -1 is not a count of layers", PF_ERROR_FORMAT},
+        /* the base model under FunnelModel's name: its decoder's tensors missing */
+        {"funnel", "\"FunnelBaseModel\"", "\"FunnelModel\"", "missing tensor 'decoder.layers.0.", PF_ERROR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        char what[200];
+        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
+        expect_load(what, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
 /* Values transformers computes differently from what we implement, or cannot compute, are
    refused by name. */
 static void test_refused_values(void) {
@@ -1490,6 +1517,7 @@ void test_config(void) {
     test_deberta_refusals();
     test_squeezebert_refusals();
     test_convbert_refusals();
+    test_funnel_refusals();
     test_xlm_refusals();
     test_layoutlm_refusals();
     test_longformer_refusals();

@@ -73,7 +73,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         types[b] = ref.has_types ? ref.types[b] : NULL;
         boxes[b] = ref.boxes[b];
         global[b] = ref.global[b];
-        tokens += (size_t)ref.lengths[b];
+        tokens += (size_t)ref.output_lengths[b]; /* the rows' tokens out (Funnel's fewer than in) */
     }
     for (int run = 0; run < (decoder ? 4 : 3); run++) {
         int ranks = run < 3 ? run + 1 : 2, chunked = run == 3;
@@ -1250,6 +1250,37 @@ static void test_layout_cli(void) {
     unlink(logits_path);
 }
 
+/* Funnel (blocks [2, 1, 2], separate_cls, truncate_seq): a row too short to pool before every
+   block is refused naming the shortest (5 tokens pool to 3, then 2; 4 to 2, which transformers
+   would leave unpooled); segments 0 to 2 only (2: the class token's). */
+static void test_funnel_refusals(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/funnel", test_fixtures);
+    pf_model *m = NULL;
+    if (pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading %s: %s", dir, pf_error_message(m));
+        pf_free(m);
+        return;
+    }
+    int32_t shortest[5] = {2, 17, 45, 88, 3}, too_short[4] = {2, 17, 45, 3}, types[5] = {2, 0, 0, 1, 3};
+    const int32_t *rows[2] = {shortest, too_short}, *row_types[1] = {types};
+    int lengths[2] = {5, 4};
+    pf_encoding *e = NULL;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    CHECK(pf_parallelize(m, 2, &po) == PF_OK);
+    CHECK(pf_encode(m, rows, NULL, lengths, 2, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK_MSG(strstr(pf_error_message(m), "row 1: 4 tokens are too few for Funnel's 2 poolings (5 at least") != NULL,
+              "%s", pf_error_message(m));
+    CHECK(pf_encode(m, rows, row_types, lengths, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(strstr(pf_error_message(m), "token type 3 is outside 0..2") != NULL);
+    types[4] = 2;
+    CHECK(pf_encode(m, rows, row_types, lengths, 1, &e) == PF_OK && e && e->offsets[1] == 2);
+    pf_encoding_free(e);
+    pf_free(m);
+}
+
 void test_encoders(void) {
     test_audio_fixture("wav2vec2-ctc");
     test_audio_fixture("xlsr-ctc");
@@ -1371,6 +1402,15 @@ void test_encoders(void) {
     test_encoder_fixture("convbert-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_encoder_fixture("convbert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_encoder_fixture("convbert-groups", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("funnel", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("funnel-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("funnel-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_encoder_fixture("funnel-full", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("funnel-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("funnel-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("funnel-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("funnel-pretraining", PF_HEAD_REPLACED_TOKEN_DETECTION, 1, 1);
+    test_funnel_refusals();
     test_encoder_fixture("xlm", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-lang", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-mlm", PF_HEAD_MASKED_LM, 120, 1);

@@ -333,6 +333,8 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
         char *eq = strchr(line, '=');
         if (!eq) continue;
         if (!strncmp(line, "rows=", 5)) ref->rows = atoi(line + 5);
+        else if (!strncmp(line, "output_lengths=", 15) && (n = test_parse_ids(eq + 1, values, TEST_ENCODER_ROWS)) > 0)
+            for (int i = 0; i < n; i++) ref->output_lengths[i] = values[i];
         else if (sscanf(line, "ids%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
                  (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
             ref->lengths[row] = n;
@@ -352,6 +354,8 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
         }
     }
     fclose(f);
+    for (int b = 0; b < TEST_ENCODER_ROWS; b++)
+        if (!ref->output_lengths[b]) ref->output_lengths[b] = ref->lengths[b];
     return ref->rows > 0 && ref->rows <= TEST_ENCODER_ROWS ? 0 : -1;
 }
 
