@@ -386,6 +386,12 @@ typedef enum {
     PF__SLOT_Y_POSITION_EMBED,      /* [max_2d_positions, hidden] */
     PF__SLOT_H_POSITION_EMBED,      /* [max_2d_positions, hidden] */
     PF__SLOT_W_POSITION_EMBED,      /* [max_2d_positions, hidden] */
+    /* VisualBERT's object regions (the last positions of a row): features x visual_projection^T + bias,
+       plus row 0 of the visual position table and the visual token type table's row 1 */
+    PF__SLOT_VISUAL_PROJECTION_WEIGHT, /* [hidden, visual_embedding_dim] */
+    PF__SLOT_VISUAL_PROJECTION_BIAS,   /* [hidden] */
+    PF__SLOT_VISUAL_TOKEN_TYPE_EMBED,  /* [type_vocab_size, hidden] */
+    PF__SLOT_VISUAL_POSITION_EMBED,    /* [max_positions, hidden] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -795,6 +801,10 @@ typedef struct pf__config {
     int decoder_vocab_size;         /* Marian's target vocabulary, read as it is; 0: none named */
     int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
     int max_2d_positions;           /* LayoutLM's box coordinates (and widths, heights) are 0 .. this - 1 */
+    int visual_embedding_dim;       /* VisualBERT: the features of an object region (pf_encode_regions); 0: none taken */
+    int classify_before_last_token; /* 1: the sequence classifier reads the state of each row's text token before
+                                       its last (VisualBERT's VQA head: transformers' attention_mask.sum(1) - 2,
+                                       the token before [SEP]), not the pooled output */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
     int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
@@ -1622,6 +1632,9 @@ typedef struct pf__step {
                                position tables each token reads; set whenever the model has them */
     const int32_t *global_tokens; /* host, [batch][seq_len]: 1 where a token has Longformer's global
                                attention, 0 elsewhere (pads too); NULL: no token has */
+    const float *regions;   /* host, [batch][seq_len][visual_embedding_dim]: VisualBERT's region features at
+                               their positions (row b's last num_regions[b]; zeros elsewhere), or NULL: none */
+    const int *num_regions; /* host, [batch]: the regions ending each row (its text before them); set with regions */
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
@@ -1971,6 +1984,7 @@ struct pf__rank {
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
+    float *region_in;         /* VisualBERT: [max_tokens][visual_embedding_dim], the step's region features */
     pf__allocation *allocations;
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
@@ -5080,6 +5094,36 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     return PF_OK;
 }
 
+/* VisualBERT's heads by class: ...Model (the pooler), ...ForPreTraining (its masked LM over the
+   text and the regions; the sentence-image head unused, as BERT's next-sentence head),
+   ...ForVisualReasoning (NLVR2) and ...ForMultipleChoice (a classifier on the pooled output), and
+   ...ForQuestionAnswering (VQA: answer scores from the state of the text's token before its last,
+   transformers' attention_mask.sum(1) - 2, without the pooler). ...ForRegionToPhraseAlignment
+   needs each token's region (region_to_phrase_position), an input we do not take. */
+static pf_result pf__config_region_head(const pf__json *first, pf__config *c, const char *path, char *message,
+                                        size_t size) {
+    static const struct { const char *suffix; pf_head head; } heads[] = {
+        {"Model", PF_HEAD_NONE}, {"ForPreTraining", PF_HEAD_MASKED_LM}, {"ForVisualReasoning", PF_HEAD_SEQUENCE_CLASSIFICATION},
+        {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE}, {"ForQuestionAnswering", PF_HEAD_SEQUENCE_CLASSIFICATION},
+    };
+    if (c->visual_embedding_dim < 1 || c->visual_embedding_dim > 1000000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"visual_embedding_dim\" %d is not a width", path,
+                          c->visual_embedding_dim);
+    c->head = PF_HEAD_NONE;
+    if (!first || first->type != PF__JSON_STRING) return PF_OK;
+    for (size_t i = 0; i < PF__COUNT(heads); i++)
+        if (pf__has_suffix(first->string, heads[i].suffix)) {
+            c->head = heads[i].head;
+            c->classify_before_last_token = pf__has_suffix(first->string, "ForQuestionAnswering");
+            if (c->head == PF_HEAD_MULTIPLE_CHOICE) c->num_labels = 1; /* a score per choice */
+            return PF_OK;
+        }
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (%s's ...Model, "
+                      "...ForPreTraining, ...ForVisualReasoning, ...ForMultipleChoice and ...ForQuestionAnswering are; "
+                      "region-to-phrase alignment takes region_to_phrase_position, which pf_encode_regions does not)",
+                      path, first->string, c->model_type);
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -5115,6 +5159,8 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         return PF_OK;
     }
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
+    if (strcmp(pf__config_key(c->arch, offsetof(pf__config, visual_embedding_dim)), "(derived)"))
+        return pf__config_region_head(first, c, path, message, size);
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);
@@ -6972,7 +7018,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
         PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED)
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
-        PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
+        PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -8175,6 +8223,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_TASK_TYPE_EMBED: *rows = (size_t)c->task_type_vocab_size; *cols = h; break;
     case PF__SLOT_X_POSITION_EMBED: case PF__SLOT_Y_POSITION_EMBED: case PF__SLOT_H_POSITION_EMBED:
     case PF__SLOT_W_POSITION_EMBED: *rows = (size_t)c->max_2d_positions; *cols = h; break;
+    case PF__SLOT_VISUAL_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_embedding_dim; break;
+    case PF__SLOT_VISUAL_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
+    case PF__SLOT_VISUAL_POSITION_EMBED: *rows = (size_t)c->max_positions; *cols = h; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -19099,8 +19150,8 @@ typedef struct pf__mpi_call {
     X(3, step.type_ids, const int32_t *) X(4, step.cross_pad, const int *) X(5, step.features, const float *)         \
     X(6, step.patches, const float *) X(7, step.cache_rows, const int *) X(8, pool_at, const int *)                   \
     X(9, reorder_dst, const int *) X(10, reorder_src, const int *) X(11, step.box_rows, const int32_t *)               \
-    X(12, step.global_tokens, const int32_t *)
-#define PF__CALL_NUM_INPUTS 13
+    X(12, step.global_tokens, const int32_t *) X(13, step.regions, const float *) X(14, step.num_regions, const int *)
+#define PF__CALL_NUM_INPUTS 15
 #define PF__CALL_OUTPUT_FIELDS(X)                                                                                    \
     X(0, logits, float *) X(1, hidden, float *) X(2, pooled, float *) X(3, embeds, float *) X(4, tokens, int32_t *)   \
     X(5, candidates, pf__choice *)
@@ -19123,7 +19174,8 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
     size_t sizes_in[PF__CALL_NUM_INPUTS] = {N * i4, pf__rope_floats(cf) * f, B * sizeof(int), N * i4, B * sizeof(int),
                                             N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
                                             B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int),
-                                            PF__BOX_LOOKUPS * N * i4, N * i4};
+                                            PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)cf->visual_embedding_dim * f,
+                                            B * sizeof(int)};
     size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
                                           rows * i4, (size_t)g->world_ranks * rows * c->candidates_per_row * sizeof(pf__choice)};
     memcpy(in, sizes_in, sizeof sizes_in);
@@ -25585,6 +25637,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
+    if (m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data)
+        r->region_in = (float *)pf__rank_alloc(r, T * (size_t)c->visual_embedding_dim * sizeof(float));
     if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||
@@ -25736,6 +25790,32 @@ static pf__norm pf__body_norm(const pf__config *c) {
     return c->elementwise_norm ? PF__NORM_ELEMENTWISE : pf__archs[c->arch].norm;
 }
 
+/* VisualBERT's regions: row b's last num_regions[b] positions take its region features through
+   visual_projection, plus row 0 of the visual position table, plus the visual token type table's
+   row of the step's type id there (1), in transformers' order of summation, in place of the text
+   embedding computed there (before the embedding norm, which follows for every position). The
+   projection and both tables are whole on every rank; the text positions' rows of h are unused. */
+static void pf__rank_embed_regions(pf__rank *r, const pf__step *s, float *x) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t T = (size_t)s->seq_len, N = (size_t)s->batch * T, d = (size_t)c->hidden_size;
+    be->upload(r, r->region_in, s->regions, N * (size_t)c->visual_embedding_dim * sizeof(float));
+    be->matmul(r, r->h, r->region_in, &W[PF__SLOT_VISUAL_PROJECTION_WEIGHT],
+               PF__OR_NULL(W[PF__SLOT_VISUAL_PROJECTION_BIAS]), N);
+    pf__step rows = *s;
+    rows.ids = r->group->zero_ids; /* transformers' visual position ids: all 0 without image_text_alignment */
+    be->embed(r, r->part, &W[PF__SLOT_VISUAL_POSITION_EMBED], &rows, 1.0f, 0);
+    be->add_residual(r, r->h, r->part, NULL, N, d);
+    rows.ids = s->type_ids; /* 1 at the regions (transformers' default visual_token_type_ids) */
+    be->embed(r, r->part, &W[PF__SLOT_VISUAL_TOKEN_TYPE_EMBED], &rows, 1.0f, 0);
+    be->add_residual(r, r->h, r->part, NULL, N, d);
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t first = (b + 1) * T - (size_t)s->num_regions[b];
+        if (s->num_regions[b]) be->copy(r, x + first * d, r->h + first * d, (size_t)s->num_regions[b] * d * sizeof(float));
+    }
+}
+
 /* x (rows of `width`) += position table row + token type row, then the embedding norm: what
    follows the token embedding, each where the model has it. */
 static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__tower *t, float *x, size_t width) {
@@ -25773,6 +25853,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->embed(r, r->part, &W[PF__SLOT_TASK_TYPE_EMBED], &tasks, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
+    if (s->regions) pf__rank_embed_regions(r, s, x);
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
@@ -26925,7 +27006,15 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     if (!job->logits) return;
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE) {
         pf__slot head = c->head == PF_HEAD_NEXT_SENTENCE ? PF__SLOT_NEXT_SENTENCE_WEIGHT : PF__SLOT_CLASSIFIER_WEIGHT;
-        be->matmul(r, r->head_out, pooled, &W[head], PF__OR_NULL(W[head + 1]), B);
+        const float *features = pooled;
+        if (c->classify_before_last_token) { /* VisualBERT's VQA: the text's token before its last, before any regions */
+            for (size_t b = 0; b < B; b++) {
+                size_t regions = s->num_regions ? (size_t)s->num_regions[b] : 0, at = (b + 1) * (size_t)s->seq_len - regions - 2;
+                be->copy(r, r->h + b * d, r->x + at * d, d * sizeof(float));
+            }
+            features = r->h;
+        }
+        be->matmul(r, r->head_out, features, &W[head], PF__OR_NULL(W[head + 1]), B);
         be->download(r, job->logits, r->head_out, B * (size_t)c->num_labels * sizeof(float));
     } else if (c->head == PF_HEAD_TOKEN_CLASSIFICATION) {
         be->matmul(r, r->head_out, r->x, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), N);
@@ -32030,9 +32119,16 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
 
 PF_PRIVATE void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
 
+/* What some encoders take beside ids and token types, each NULL for none (the struct itself too). */
+typedef struct pf__encode_extras {
+    const int32_t *const *boxes;  /* pf_encode_layout's: 4 values a token (NULL, or a row's NULL: all zero) */
+    const int32_t *const *global; /* pf_encode_global's: 0 or 1 a token (NULL, or a row's NULL: the head's default) */
+    const float *const *regions;  /* pf_encode_regions': num_regions[b] x visual_embedding_dim floats a row */
+    const int *num_regions;       /* NULL: no row has regions */
+} pf__encode_extras;
+
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int32_t *const *boxes, const int32_t *const *global, const int *lengths, int batch,
-                                   pf_encoding **out);
+                                   const pf__encode_extras *extras, const int *lengths, int batch, pf_encoding **out);
 
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
@@ -32060,7 +32156,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
             rows[b] = ids + (size_t)b * seq_len;
             lengths[b] = seq_len;
         }
-        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, NULL, lengths, batch, &e);
+        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, lengths, batch, &e);
         if (!r) memcpy(logits, e->logits, (size_t)batch * seq_len * m->config.vocab_size * sizeof(float));
         pf_encoding_free(e);
         free(rows), free(lengths);
@@ -32268,14 +32364,38 @@ static pf_result pf__global_tokens(pf_model *m, const int32_t *given, const int3
     return PF_OK;
 }
 
+/* Row b's regions (pf_encode_regions): a count of 0 or more, features for a count above 0, every
+   feature finite, and room for them after the row's tokens. */
+static pf_result pf__check_regions(pf_model *m, const pf__encode_extras *extras, int b, int length) {
+    const pf__config *c = &m->config;
+    int count = extras->num_regions[b], width = c->visual_embedding_dim, room = m->group->cache_len - length;
+    if (count < 0) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions", b, count);
+    if (count > 0 && (!extras->regions || !extras->regions[b]))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions without their features (NULL)", b, count);
+    if (count > room)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens and %d regions exceed max_sequence_length %d "
+                        "(%d regions fit after its tokens)", b, length, count, m->group->cache_len, room);
+    if (count > 0 && c->type_vocab_size < 2)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with type_vocab_size %d has no visual token type 1 "
+                        "for its regions", c->model_type, c->type_vocab_size);
+    for (size_t i = 0; i < (size_t)count * width; i++)
+        if (!isfinite(extras->regions[b][i]))
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, region %d: feature %d is not finite", b,
+                            (int)(i / (size_t)width), (int)(i % (size_t)width));
+    return PF_OK;
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
-   alone), and its outputs compacted into e; boxes: pf_encode_layout's (NULL: all zero); global:
-   pf_encode_global's (NULL, or a row's NULL: the head's default). */
+   alone), and its outputs compacted into e; extras: pf_encode_layout's boxes, pf_encode_global's
+   global tokens, pf_encode_regions' regions (after each row's tokens, its outputs' too). */
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int32_t *const *boxes, const int32_t *const *global, const int *lengths, int batch,
-                                   pf_encoding **out) {
+                                   const pf__encode_extras *extras, const int *lengths, int batch, pf_encoding **out) {
     const pf__config *c = &m->config;
+    static const pf__encode_extras none;
+    if (!extras) extras = &none;
+    const int32_t *const *boxes = extras->boxes, *const *global = extras->global;
+    const int *num_regions = extras->num_regions;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
@@ -32321,7 +32441,11 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens are too few for Funnel's %d poolings (%d at "
                             "least: transformers leaves a shorter row unpooled but reads position terms made for a pooled "
                             "one)", b, lengths[b], c->funnel_blocks - 1, pf__funnel_shortest_row(c));
-        if (lengths[b] > T) T = lengths[b];
+        if (num_regions && (r = pf__check_regions(m, extras, b, lengths[b]))) return r;
+        if (c->classify_before_last_token && lengths[b] < 2)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d token: %s reads the token before the text's last",
+                            b, lengths[b], c->class_name);
+        if (lengths[b] + (num_regions ? num_regions[b] : 0) > T) T = lengths[b] + (num_regions ? num_regions[b] : 0);
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE &&
@@ -32334,6 +32458,10 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
     int32_t *box_rows = has_boxes ? (int32_t *)calloc(PF__BOX_LOOKUPS * N, sizeof(int32_t)) : NULL; /* none given: rows 0 */
     int32_t *global_tokens = c->local_attention ? (int32_t *)calloc(N, sizeof(int32_t)) : NULL;
+    int any_regions = 0;
+    for (int b = 0; num_regions && b < batch; b++) any_regions |= num_regions[b] > 0;
+    size_t width = (size_t)c->visual_embedding_dim;
+    float *region_rows = any_regions ? (float *)calloc(N * width, sizeof(float)) : NULL; /* zeros at the text */
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
@@ -32345,7 +32473,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                 ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (c->local_attention && !global_tokens) ||
-               !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
+               (any_regions && !region_rows) || !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
@@ -32358,7 +32486,11 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                          b, c->num_eos_ids ? (int)c->eos_ids[0] : -1, c->class_name);
     }
     for (int b = 0; !r && b < batch; b++) {
-        pads[b] = T - lengths[b];
+        int regions = num_regions ? num_regions[b] : 0;
+        pads[b] = T - lengths[b] - regions;
+        for (int k = 0; k < regions; k++) padded_types[(size_t)(b + 1) * T - regions + k] = 1; /* visual_token_type_ids */
+        if (regions)
+            memcpy(region_rows + ((size_t)(b + 1) * T - regions) * width, extras->regions[b], regions * width * sizeof(float));
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
         if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
@@ -32374,6 +32506,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                                 .type_ids = c->types_are_languages && !(types && types[0]) ? NULL : padded_types,
                                 .box_rows = box_rows,
                                 .global_tokens = any_global ? global_tokens : NULL,
+                                .regions = region_rows,
+                                .num_regions = any_regions ? num_regions : NULL,
                                 .batch = batch,
                                 .seq_len = T,
                                 .pad = pads,
@@ -32391,15 +32525,16 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (!r && seq2seq && num_logits)
             r = pf__seq2seq_head(m, padded, pads, batch, T, pool_at, e->pooled, logits);
     }
-    if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] (Funnel's: as many as its poolings leave) */
+    if (!r) { /* drop the pads: row b's real positions are its last T - pads[b] (tokens, then regions; Funnel's:
+               as many as its poolings leave) */
         e->batch = batch;
         e->hidden_size = (int)d;
         e->head = seq2seq && !num_logits ? PF_HEAD_NONE : c->head;
         e->num_logits = num_logits;
         e->logits_per_token = num_logits ? per_token : 0;
         int out_T = c->funnel ? pf__funnel_output_length(c, T) : T;
-        for (int b = 0; b < batch; b++)
-            e->offsets[b + 1] = e->offsets[b] + (c->funnel ? pf__funnel_output_length(c, lengths[b]) : lengths[b]);
+        for (int b = 0; b < batch; b++) /* tokens, then regions */
+            e->offsets[b + 1] = e->offsets[b] + (c->funnel ? pf__funnel_output_length(c, lengths[b]) : T - pads[b]);
         e->last_hidden_state = hidden;
         for (int b = 0; b < batch; b++) {
             int kept = e->offsets[b + 1] - e->offsets[b];
@@ -32410,14 +32545,15 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (logits && per_token)
             for (int b = 0; b < batch; b++)
                 memmove(logits + (size_t)e->offsets[b] * num_logits, logits + ((size_t)b * T + pads[b]) * num_logits,
-                        (size_t)lengths[b] * num_logits * sizeof(float));
+                        (size_t)(T - pads[b]) * num_logits * sizeof(float));
         e->logits = logits;
         logits = NULL;
         *out = e;
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(hidden), free(logits);
+    free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(region_rows), free(hidden);
+    free(logits);
     free(pool_at);
     return r;
 }
@@ -32901,7 +33037,7 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     pf_result r = pf__request_lock(m, "pf_encode");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[0] ? m->towers[0] : m; /* a dual model's text tower */
-    r = pf__encode_locked(tower, ids, token_type_ids, NULL, NULL, lengths, batch, out);
+    r = pf__encode_locked(tower, ids, token_type_ids, NULL, lengths, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
     pf__request_unlock(m);
     return r;
@@ -32915,8 +33051,10 @@ pf_result pf_encode_layout(pf_model *m, const int32_t *const *ids, const int32_t
     if (!m->sources || !m->sources[PF__SLOT_X_POSITION_EMBED].data)
         r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no 2-D position embeddings: pf_encode runs it",
                      m->config.model_type);
-    else
-        r = pf__encode_locked(m, ids, token_type_ids, boxes, NULL, lengths, batch, out);
+    else {
+        pf__encode_extras extras = {.boxes = boxes};
+        r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
     pf__request_unlock(m);
     return r;
 }
@@ -32928,8 +33066,31 @@ pf_result pf_encode_global(pf_model *m, const int32_t *const *ids, const int32_t
     if (r) return r;
     if (!m->config.local_attention)
         r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no global attention: pf_encode runs it", m->config.model_type);
-    else
-        r = pf__encode_locked(m, ids, token_type_ids, NULL, global_attention, lengths, batch, out);
+    else {
+        pf__encode_extras extras = {.global = global_attention};
+        r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_regions(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                            const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
+                            int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    pf_result r = pf__request_lock(m, "pf_encode_regions");
+    if (r) return r;
+    if (!m->sources || !m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) {
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no object regions: pf_encode runs it",
+                     m->config.model_type);
+    } else if (region_dim != m->config.visual_embedding_dim) {
+        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "regions of %d features; model_type \"%s\" takes %d (visual_embedding_dim)",
+                     region_dim, m->config.model_type, m->config.visual_embedding_dim);
+    } else {
+        pf__encode_extras extras = {.regions = regions, .num_regions = num_regions};
+        r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
     pf__request_unlock(m);
     return r;
 }
@@ -32945,7 +33106,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
         r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
-                   : pf__encode_locked(tower, ids + first, NULL, NULL, NULL, lengths + first, n, &e);
+                   : pf__encode_locked(tower, ids + first, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
             float sum = 0, *row = out + (size_t)(first + b) * dim;
@@ -33047,7 +33208,7 @@ static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const 
     for (int first = 0; first < batch && !r; first += m->group->max_batch) {
         int n = batch - first < m->group->max_batch ? batch - first : m->group->max_batch;
         pf_encoding *e = NULL;
-        r = pf__encode_locked(m, ids + first, NULL, NULL, NULL, lengths + first, n, &e);
+        r = pf__encode_locked(m, ids + first, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) {
             float *row = out + (size_t)(first + b) * d;
             pf__pool(e->last_hidden_state + (size_t)e->offsets[b] * d, (size_t)lengths[first + b], d, pooling, row);
@@ -37239,6 +37400,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
     if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
     if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
+    if (m->sources && m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) info.region_dim = c->visual_embedding_dim;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;

@@ -173,6 +173,8 @@ typedef struct pf_model_info {
                                       gives the encoder's output, pf_forward_seq2seq the logits */
     int num_encoder_layers;        /* encoder-decoders: the encoder's blocks (num_layers counts both) */
     int image_size, patch_size, num_channels; /* image encoders (pf_encode_images); 0 otherwise */
+    int region_dim;                /* vision-and-language encoders (pf_encode_regions): the features of
+                                      an object region (VisualBERT's visual_embedding_dim); 0 otherwise */
     int audio_stride;              /* speech encoders (pf_encode_audio): input samples per output frame
                                       (the convolutions' strides multiplied); 0 otherwise */
     int audio_min_samples;         /* speech encoders: the fewest samples that make one frame */
@@ -663,6 +665,29 @@ pf_result pf_encode_layout(pf_model *model, const int32_t *const *ids, const int
    without global attention. Threads: as pf_encode. */
 pf_result pf_encode_global(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
                            const int32_t *const *global_attention, const int *lengths, int batch, pf_encoding **out);
+
+/* A vision-and-language encoder over object regions (VisualBERT, model_type "visual_bert"):
+   pf_encode with each row's image as the features of its object regions, as an object detector
+   gives them (transformers' visual_embeds). regions[b] holds num_regions[b] x region_dim floats,
+   region after region; region_dim must be the model's (pf_model_info.region_dim, config.json's
+   visual_embedding_dim). Row b runs as its lengths[b] tokens followed by its regions, each region
+   embedded as its features through visual_projection plus row 0 of the visual position table and
+   row 1 of the visual token type table (transformers' defaults: no image_text_alignment, which is
+   not taken; visual_token_type_ids all 1), every region attended (visual_attention_mask all 1:
+   to leave regions out, give fewer). num_regions NULL, or num_regions[b] 0, for a row of text
+   alone (as transformers without visual_embeds, and as pf_encode runs the model). The encoding's
+   row b has lengths[b] + num_regions[b] positions, the tokens' then the regions' (offsets count
+   both; a masked LM's logits likewise). VisualBertForQuestionAnswering gives
+   PF_HEAD_SEQUENCE_CLASSIFICATION logits (VQA's num_labels answer scores a row, read from the
+   text's token before its last, which needs 2 tokens a row); ...ForVisualReasoning likewise from
+   the pooled output; ...ForMultipleChoice a score a row (each row a choice, with its regions);
+   ...ForPreTraining its masked LM. Results: as pf_encode's; PF_ERROR_INVALID_ARGUMENT also for
+   a region_dim other than the model's, a count below 0, regions (or regions[b]) NULL with a
+   count above 0, tokens and regions together beyond max_sequence_length, a feature not finite
+   (the row named); PF_ERROR_UNSUPPORTED for a model that takes no regions. Threads: as pf_encode. */
+pf_result pf_encode_regions(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                            const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
+                            int batch, pf_encoding **out);
 
 /* An image encoder (ViT, DeiT): images already preprocessed as the model's image processor does
    (resized, rescaled, normalised), pixels [batch][num_channels][image_size][image_size] floats

@@ -3,7 +3,7 @@
    (bart-large-mnli, DeBERTa MNLI checkpoints), on N ranks.
 
    build/classify MODEL_DIR [--gpus N] [--device cpu|cuda|auto] [--pair TEXT2] [--top K]
-                  [--function softmax|sigmoid|none] [--global-tokens I,J,...] TEXT
+                  [--function softmax|sigmoid|none] [--global-tokens I,J,...] [--regions FILE] TEXT
    build/classify MODEL_DIR [...] --labels A,B,C [--template "This example is {}."] [--multi-label] TEXT
 
    Prints "score label" lines, best first. Plain classification scores the model's labels (their
@@ -14,7 +14,11 @@
    with --multi-label each label's entailment against contradiction alone. A Longformer puts global
    attention on the first token, as transformers' classifier does without a mask; --global-tokens
    gives it to the tokens at those positions of each input (special tokens counted) instead
-   (pf_encode_global). Errors go to stderr (exit 1; 2 for the command line). */
+   (pf_encode_global). A vision-and-language classifier (VisualBERT's VQA and NLVR2 heads) reads the
+   image as object regions: --regions FILE holds their features as float32 little-endian values,
+   region after region, each the model's region_dim wide (an object detector's output, as
+   transformers' visual_embeds takes it), after the text's tokens (pf_encode_regions); without it
+   the text runs alone. Errors go to stderr (exit 1; 2 for the command line). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,7 @@
 
 #define MAX_LABELS 4096 /* labels a head has, or candidates a zero-shot run takes */
 #define MAX_GLOBAL 256  /* --global-tokens' positions */
+#define MAX_REGION_BYTES (64u << 20) /* --regions' file */
 
 typedef enum { FUNCTION_DEFAULT, FUNCTION_SOFTMAX, FUNCTION_SIGMOID, FUNCTION_NONE } score_function;
 
@@ -41,6 +46,8 @@ static int usage(FILE *out) {
             "  --multi-label       zero-shot: score each label alone (entailment against contradiction)\n"
             "  --global-tokens L   a Longformer's global attention on the tokens at these positions (comma-separated,\n"
             "                      0 the first, special tokens counted) instead of the first token alone\n"
+            "  --regions FILE      a vision-and-language model's object regions: float32 LE features, region after\n"
+            "                      region, each the model's region width (VisualBERT's visual_embedding_dim)\n"
             "  --help              this text\n");
     return out == stdout ? 0 : 2;
 }
@@ -101,11 +108,17 @@ static int global_mask(const int *positions, int num_positions, int length, int3
     return 0;
 }
 
+/* The object regions the model reads with the text (--regions): what a run with them needs. */
+typedef struct regions {
+    const float *features; /* count x width floats */
+    int count, width;
+} regions;
+
 /* Logits of the sequence-classification head for `count` (text, pairs[i]) rows (pairs NULL: the
    text alone), max_batch at a time, into logits [count][num_labels]; global: --global-tokens'
-   positions (NULL: pf_encode, the head's default). */
+   positions (NULL: pf_encode, the head's default); image: --regions' (NULL: none), each row's. */
 static pf_result classify_rows(pf_model *model, const char *text, char *const *pairs, int count, int max_batch,
-                               const int *global, int num_global, float *logits) {
+                               const int *global, int num_global, const regions *image, float *logits) {
     pf_model_info info = pf_get_info(model);
     pf_result r = PF_OK;
     for (int first = 0; first < count && !r; first += max_batch) {
@@ -116,7 +129,12 @@ static pf_result classify_rows(pf_model *model, const char *text, char *const *p
         for (int i = 0; i < n && !r && global; i++)
             if (global_mask(global, num_global, lengths[i], &masks[i])) r = PF_ERROR_INVALID_ARGUMENT;
         pf_encoding *e = NULL;
-        if (!r)
+        const float *features[MAX_LABELS];
+        int counts[MAX_LABELS];
+        for (int i = 0; image && i < n; i++) features[i] = image->features, counts[i] = image->count;
+        if (!r && image)
+            r = pf_encode_regions(model, (const int32_t *const *)rows, NULL, features, counts, image->width, lengths, n, &e);
+        else if (!r)
             r = global ? pf_encode_global(model, (const int32_t *const *)rows, NULL, (const int32_t *const *)masks, lengths, n, &e)
                        : pf_encode(model, (const int32_t *const *)rows, NULL, lengths, n, &e);
         if (!r) memcpy(logits + (size_t)first * info.num_labels, e->logits, (size_t)n * info.num_labels * sizeof(float));
@@ -124,6 +142,34 @@ static pf_result classify_rows(pf_model *model, const char *text, char *const *p
         for (int i = 0; i < n; i++) free(rows[i]), free(masks[i]);
     }
     return r;
+}
+
+/* --regions' file into image (features malloc'd): whole regions of the model's width; -1 with a
+   message on stderr otherwise. */
+static int read_regions(const char *path, const pf_model_info *info, regions *image) {
+    FILE *f = fopen(path, "rb");
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    size_t width = (size_t)info->region_dim * sizeof(float);
+    if (!f || size < 0 || size > (long)MAX_REGION_BYTES || fseek(f, 0, SEEK_SET)) {
+        fprintf(stderr, "classify: --regions %s is unreadable or larger than %u bytes\n", path, MAX_REGION_BYTES);
+    } else if (!width) {
+        fprintf(stderr, "classify: the model (model_type \"%s\") takes no object regions\n", info->model_type);
+    } else if (size == 0 || (size_t)size % width) {
+        fprintf(stderr, "classify: --regions %s holds %ld bytes, not regions of %d float32 features each\n", path, size,
+                info->region_dim);
+    } else {
+        float *features = (float *)malloc((size_t)size);
+        if (features && fread(features, 1, (size_t)size, f) == (size_t)size) {
+            image->features = features, image->count = (int)((size_t)size / width), image->width = info->region_dim;
+            fclose(f);
+            return 0;
+        }
+        fprintf(stderr, "classify: reading --regions %s failed\n", path);
+        free(features);
+    }
+    if (f) fclose(f);
+    return -1;
 }
 
 /* The index of the label whose name starts with "entail" (any case), as transformers' zero-shot
@@ -150,6 +196,8 @@ static void print_best(const float *scores, const char *const *names, int n, int
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *text = NULL, *pair = NULL, *labels = NULL, *template = "This example is {}.";
+    const char *regions_path = NULL;
+    regions image = {NULL, 0, 0};
     int ranks = 0 /* every device */, top = MAX_LABELS, multi_label = 0, global[MAX_GLOBAL], num_global = -1;
     score_function function = FUNCTION_DEFAULT;
     pf_parallel_options po = pf_parallel_options_init();
@@ -162,6 +210,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--labels") && v) labels = argv[++i];
         else if (!strcmp(a, "--template") && v) template = argv[++i];
         else if (!strcmp(a, "--multi-label")) multi_label = 1;
+        else if (!strcmp(a, "--regions") && v) regions_path = argv[++i];
         else if (!strcmp(a, "--global-tokens") && v) {
             num_global = 0;
             for (const char *p = argv[++i]; *p && num_global >= 0;) {
@@ -190,7 +239,8 @@ int main(int argc, char **argv) {
         else return usage(stderr);
     }
     if (!dir || !text || ranks < 0 || top < 1 || (labels && (pair || function != FUNCTION_DEFAULT)) ||
-        (!labels && multi_label))
+        (!labels && multi_label) ||
+        (regions_path && (labels || num_global >= 0)))
         return usage(stderr);
 
     /* the candidate labels of a zero-shot run, split at commas */
@@ -213,6 +263,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "classify: %s has no sequence-classification head (config.json's architectures names none)\n", dir);
     } else if (r == PF_OK && !pf_model_tokenizer(model)) {
         fprintf(stderr, "classify: %s has no tokenizer\n", dir);
+    } else if (r == PF_OK && regions_path && read_regions(regions_path, &info, &image)) {
+        /* the message printed */
     } else if (r == PF_OK) {
         int entail = labels ? entailment_label(model, info.num_labels) : 0;
         po.max_batch = rows < 16 ? rows : 16;
@@ -225,7 +277,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "classify: out of memory\n");
         } else if ((r = pf_parallelize(model, ranks, &po)) ||
                    (r = classify_rows(model, text, labels ? pairs : NULL, rows, po.max_batch,
-                                      num_global >= 0 ? global : NULL, num_global, logits))) {
+                                      num_global >= 0 ? global : NULL, num_global, regions_path ? &image : NULL,
+                                      logits))) {
             status = fail(model, r);
         } else if (labels) {
             float scores[MAX_LABELS];
@@ -257,6 +310,7 @@ int main(int argc, char **argv) {
     } else {
         status = fail(model, r);
     }
+    free((void *)image.features);
     for (int i = 0; i < num_candidates; i++) free(pairs[i]);
     free(label_copy);
     pf_free(model);

@@ -1226,6 +1226,36 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
     return PF_OK;
 }
 
+/* VisualBERT's heads by class: ...Model (the pooler), ...ForPreTraining (its masked LM over the
+   text and the regions; the sentence-image head unused, as BERT's next-sentence head),
+   ...ForVisualReasoning (NLVR2) and ...ForMultipleChoice (a classifier on the pooled output), and
+   ...ForQuestionAnswering (VQA: answer scores from the state of the text's token before its last,
+   transformers' attention_mask.sum(1) - 2, without the pooler). ...ForRegionToPhraseAlignment
+   needs each token's region (region_to_phrase_position), an input we do not take. */
+static pf_result pf__config_region_head(const pf__json *first, pf__config *c, const char *path, char *message,
+                                        size_t size) {
+    static const struct { const char *suffix; pf_head head; } heads[] = {
+        {"Model", PF_HEAD_NONE}, {"ForPreTraining", PF_HEAD_MASKED_LM}, {"ForVisualReasoning", PF_HEAD_SEQUENCE_CLASSIFICATION},
+        {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE}, {"ForQuestionAnswering", PF_HEAD_SEQUENCE_CLASSIFICATION},
+    };
+    if (c->visual_embedding_dim < 1 || c->visual_embedding_dim > 1000000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"visual_embedding_dim\" %d is not a width", path,
+                          c->visual_embedding_dim);
+    c->head = PF_HEAD_NONE;
+    if (!first || first->type != PF__JSON_STRING) return PF_OK;
+    for (size_t i = 0; i < PF__COUNT(heads); i++)
+        if (pf__has_suffix(first->string, heads[i].suffix)) {
+            c->head = heads[i].head;
+            c->classify_before_last_token = pf__has_suffix(first->string, "ForQuestionAnswering");
+            if (c->head == PF_HEAD_MULTIPLE_CHOICE) c->num_labels = 1; /* a score per choice */
+            return PF_OK;
+        }
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (%s's ...Model, "
+                      "...ForPreTraining, ...ForVisualReasoning, ...ForMultipleChoice and ...ForQuestionAnswering are; "
+                      "region-to-phrase alignment takes region_to_phrase_position, which pf_encode_regions does not)",
+                      path, first->string, c->model_type);
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -1261,6 +1291,8 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
         return PF_OK;
     }
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
+    if (strcmp(pf__config_key(c->arch, offsetof(pf__config, visual_embedding_dim)), "(derived)"))
+        return pf__config_region_head(first, c, path, message, size);
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);

@@ -95,9 +95,16 @@ PF_PRIVATE const float *pf__rope_frequencies(pf_model *m, int length) {
 
 PF_PRIVATE void pf__rope_reset(pf_model *m) { m->rope_cached_len = m->config.max_positions; }
 
+/* What some encoders take beside ids and token types, each NULL for none (the struct itself too). */
+typedef struct pf__encode_extras {
+    const int32_t *const *boxes;  /* pf_encode_layout's: 4 values a token (NULL, or a row's NULL: all zero) */
+    const int32_t *const *global; /* pf_encode_global's: 0 or 1 a token (NULL, or a row's NULL: the head's default) */
+    const float *const *regions;  /* pf_encode_regions': num_regions[b] x visual_embedding_dim floats a row */
+    const int *num_regions;       /* NULL: no row has regions */
+} pf__encode_extras;
+
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int32_t *const *boxes, const int32_t *const *global, const int *lengths, int batch,
-                                   pf_encoding **out);
+                                   const pf__encode_extras *extras, const int *lengths, int batch, pf_encoding **out);
 
 static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, int seq_len, float *logits) {
     if (!ids || !logits || batch < 1 || seq_len < 1)
@@ -125,7 +132,7 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
             rows[b] = ids + (size_t)b * seq_len;
             lengths[b] = seq_len;
         }
-        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, NULL, lengths, batch, &e);
+        if (!r) r = pf__encode_locked(m, rows, NULL, NULL, lengths, batch, &e);
         if (!r) memcpy(logits, e->logits, (size_t)batch * seq_len * m->config.vocab_size * sizeof(float));
         pf_encoding_free(e);
         free(rows), free(lengths);
@@ -333,14 +340,38 @@ static pf_result pf__global_tokens(pf_model *m, const int32_t *given, const int3
     return PF_OK;
 }
 
+/* Row b's regions (pf_encode_regions): a count of 0 or more, features for a count above 0, every
+   feature finite, and room for them after the row's tokens. */
+static pf_result pf__check_regions(pf_model *m, const pf__encode_extras *extras, int b, int length) {
+    const pf__config *c = &m->config;
+    int count = extras->num_regions[b], width = c->visual_embedding_dim, room = m->group->cache_len - length;
+    if (count < 0) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions", b, count);
+    if (count > 0 && (!extras->regions || !extras->regions[b]))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions without their features (NULL)", b, count);
+    if (count > room)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens and %d regions exceed max_sequence_length %d "
+                        "(%d regions fit after its tokens)", b, length, count, m->group->cache_len, room);
+    if (count > 0 && c->type_vocab_size < 2)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with type_vocab_size %d has no visual token type 1 "
+                        "for its regions", c->model_type, c->type_vocab_size);
+    for (size_t i = 0; i < (size_t)count * width; i++)
+        if (!isfinite(extras->regions[b][i]))
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, region %d: feature %d is not finite", b,
+                            (int)(i / (size_t)width), (int)(i % (size_t)width));
+    return PF_OK;
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
-   alone), and its outputs compacted into e; boxes: pf_encode_layout's (NULL: all zero); global:
-   pf_encode_global's (NULL, or a row's NULL: the head's default). */
+   alone), and its outputs compacted into e; extras: pf_encode_layout's boxes, pf_encode_global's
+   global tokens, pf_encode_regions' regions (after each row's tokens, its outputs' too). */
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
-                                   const int32_t *const *boxes, const int32_t *const *global, const int *lengths, int batch,
-                                   pf_encoding **out) {
+                                   const pf__encode_extras *extras, const int *lengths, int batch, pf_encoding **out) {
     const pf__config *c = &m->config;
+    static const pf__encode_extras none;
+    if (!extras) extras = &none;
+    const int32_t *const *boxes = extras->boxes, *const *global = extras->global;
+    const int *num_regions = extras->num_regions;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
@@ -386,7 +417,11 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens are too few for Funnel's %d poolings (%d at "
                             "least: transformers leaves a shorter row unpooled but reads position terms made for a pooled "
                             "one)", b, lengths[b], c->funnel_blocks - 1, pf__funnel_shortest_row(c));
-        if (lengths[b] > T) T = lengths[b];
+        if (num_regions && (r = pf__check_regions(m, extras, b, lengths[b]))) return r;
+        if (c->classify_before_last_token && lengths[b] < 2)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d token: %s reads the token before the text's last",
+                            b, lengths[b], c->class_name);
+        if (lengths[b] + (num_regions ? num_regions[b] : 0) > T) T = lengths[b] + (num_regions ? num_regions[b] : 0);
     }
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE &&
@@ -399,6 +434,10 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
     int32_t *box_rows = has_boxes ? (int32_t *)calloc(PF__BOX_LOOKUPS * N, sizeof(int32_t)) : NULL; /* none given: rows 0 */
     int32_t *global_tokens = c->local_attention ? (int32_t *)calloc(N, sizeof(int32_t)) : NULL;
+    int any_regions = 0;
+    for (int b = 0; num_regions && b < batch; b++) any_regions |= num_regions[b] > 0;
+    size_t width = (size_t)c->visual_embedding_dim;
+    float *region_rows = any_regions ? (float *)calloc(N * width, sizeof(float)) : NULL; /* zeros at the text */
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
@@ -410,7 +449,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                 ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (c->local_attention && !global_tokens) ||
-               !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
+               (any_regions && !region_rows) || !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
@@ -423,7 +462,11 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                          b, c->num_eos_ids ? (int)c->eos_ids[0] : -1, c->class_name);
     }
     for (int b = 0; !r && b < batch; b++) {
-        pads[b] = T - lengths[b];
+        int regions = num_regions ? num_regions[b] : 0;
+        pads[b] = T - lengths[b] - regions;
+        for (int k = 0; k < regions; k++) padded_types[(size_t)(b + 1) * T - regions + k] = 1; /* visual_token_type_ids */
+        if (regions)
+            memcpy(region_rows + ((size_t)(b + 1) * T - regions) * width, extras->regions[b], regions * width * sizeof(float));
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
         if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
@@ -439,6 +482,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                                 .type_ids = c->types_are_languages && !(types && types[0]) ? NULL : padded_types,
                                 .box_rows = box_rows,
                                 .global_tokens = any_global ? global_tokens : NULL,
+                                .regions = region_rows,
+                                .num_regions = any_regions ? num_regions : NULL,
                                 .batch = batch,
                                 .seq_len = T,
                                 .pad = pads,
@@ -456,15 +501,16 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (!r && seq2seq && num_logits)
             r = pf__seq2seq_head(m, padded, pads, batch, T, pool_at, e->pooled, logits);
     }
-    if (!r) { /* drop the pads: row b's real tokens are its last lengths[b] (Funnel's: as many as its poolings leave) */
+    if (!r) { /* drop the pads: row b's real positions are its last T - pads[b] (tokens, then regions; Funnel's:
+               as many as its poolings leave) */
         e->batch = batch;
         e->hidden_size = (int)d;
         e->head = seq2seq && !num_logits ? PF_HEAD_NONE : c->head;
         e->num_logits = num_logits;
         e->logits_per_token = num_logits ? per_token : 0;
         int out_T = c->funnel ? pf__funnel_output_length(c, T) : T;
-        for (int b = 0; b < batch; b++)
-            e->offsets[b + 1] = e->offsets[b] + (c->funnel ? pf__funnel_output_length(c, lengths[b]) : lengths[b]);
+        for (int b = 0; b < batch; b++) /* tokens, then regions */
+            e->offsets[b + 1] = e->offsets[b] + (c->funnel ? pf__funnel_output_length(c, lengths[b]) : T - pads[b]);
         e->last_hidden_state = hidden;
         for (int b = 0; b < batch; b++) {
             int kept = e->offsets[b + 1] - e->offsets[b];
@@ -475,14 +521,15 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (logits && per_token)
             for (int b = 0; b < batch; b++)
                 memmove(logits + (size_t)e->offsets[b] * num_logits, logits + ((size_t)b * T + pads[b]) * num_logits,
-                        (size_t)lengths[b] * num_logits * sizeof(float));
+                        (size_t)(T - pads[b]) * num_logits * sizeof(float));
         e->logits = logits;
         logits = NULL;
         *out = e;
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(hidden), free(logits);
+    free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(region_rows), free(hidden);
+    free(logits);
     free(pool_at);
     return r;
 }
@@ -966,7 +1013,7 @@ pf_result pf_encode(pf_model *m, const int32_t *const *ids, const int32_t *const
     pf_result r = pf__request_lock(m, "pf_encode");
     if (r) return r;
     pf_model *tower = m->loaded && m->towers[0] ? m->towers[0] : m; /* a dual model's text tower */
-    r = pf__encode_locked(tower, ids, token_type_ids, NULL, NULL, lengths, batch, out);
+    r = pf__encode_locked(tower, ids, token_type_ids, NULL, lengths, batch, out);
     if (r && tower != m) r = pf__fail_from(m, r, tower);
     pf__request_unlock(m);
     return r;
@@ -980,8 +1027,10 @@ pf_result pf_encode_layout(pf_model *m, const int32_t *const *ids, const int32_t
     if (!m->sources || !m->sources[PF__SLOT_X_POSITION_EMBED].data)
         r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no 2-D position embeddings: pf_encode runs it",
                      m->config.model_type);
-    else
-        r = pf__encode_locked(m, ids, token_type_ids, boxes, NULL, lengths, batch, out);
+    else {
+        pf__encode_extras extras = {.boxes = boxes};
+        r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
     pf__request_unlock(m);
     return r;
 }
@@ -993,8 +1042,31 @@ pf_result pf_encode_global(pf_model *m, const int32_t *const *ids, const int32_t
     if (r) return r;
     if (!m->config.local_attention)
         r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" has no global attention: pf_encode runs it", m->config.model_type);
-    else
-        r = pf__encode_locked(m, ids, token_type_ids, NULL, global_attention, lengths, batch, out);
+    else {
+        pf__encode_extras extras = {.global = global_attention};
+        r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_regions(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                            const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
+                            int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    pf_result r = pf__request_lock(m, "pf_encode_regions");
+    if (r) return r;
+    if (!m->sources || !m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) {
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no object regions: pf_encode runs it",
+                     m->config.model_type);
+    } else if (region_dim != m->config.visual_embedding_dim) {
+        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "regions of %d features; model_type \"%s\" takes %d (visual_embedding_dim)",
+                     region_dim, m->config.model_type, m->config.visual_embedding_dim);
+    } else {
+        pf__encode_extras extras = {.regions = regions, .num_regions = num_regions};
+        r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
     pf__request_unlock(m);
     return r;
 }
@@ -1010,7 +1082,7 @@ static pf_result pf__unit_embeds(pf_model *tower, const int32_t *const *ids, con
         int n = count - first < tower->group->max_batch ? count - first : tower->group->max_batch;
         pf_encoding *e = NULL;
         r = pixels ? pf__encode_images_locked(tower, pixels + (size_t)first * image, (size_t)n * image, n, &e)
-                   : pf__encode_locked(tower, ids + first, NULL, NULL, NULL, lengths + first, n, &e);
+                   : pf__encode_locked(tower, ids + first, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) { /* x / |x|, as transformers normalises (no epsilon) */
             const float *x = e->embeds + (size_t)b * dim;
             float sum = 0, *row = out + (size_t)(first + b) * dim;
@@ -1112,7 +1184,7 @@ static pf_result pf__embed_locked(pf_model *m, const int32_t *const *ids, const 
     for (int first = 0; first < batch && !r; first += m->group->max_batch) {
         int n = batch - first < m->group->max_batch ? batch - first : m->group->max_batch;
         pf_encoding *e = NULL;
-        r = pf__encode_locked(m, ids + first, NULL, NULL, NULL, lengths + first, n, &e);
+        r = pf__encode_locked(m, ids + first, NULL, NULL, lengths + first, n, &e);
         for (int b = 0; !r && b < n; b++) {
             float *row = out + (size_t)(first + b) * d;
             pf__pool(e->last_hidden_state + (size_t)e->offsets[b] * d, (size_t)lengths[first + b], d, pooling, row);

@@ -47,6 +47,32 @@ static pf__norm pf__body_norm(const pf__config *c) {
     return c->elementwise_norm ? PF__NORM_ELEMENTWISE : pf__archs[c->arch].norm;
 }
 
+/* VisualBERT's regions: row b's last num_regions[b] positions take its region features through
+   visual_projection, plus row 0 of the visual position table, plus the visual token type table's
+   row of the step's type id there (1), in transformers' order of summation, in place of the text
+   embedding computed there (before the embedding norm, which follows for every position). The
+   projection and both tables are whole on every rank; the text positions' rows of h are unused. */
+static void pf__rank_embed_regions(pf__rank *r, const pf__step *s, float *x) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t T = (size_t)s->seq_len, N = (size_t)s->batch * T, d = (size_t)c->hidden_size;
+    be->upload(r, r->region_in, s->regions, N * (size_t)c->visual_embedding_dim * sizeof(float));
+    be->matmul(r, r->h, r->region_in, &W[PF__SLOT_VISUAL_PROJECTION_WEIGHT],
+               PF__OR_NULL(W[PF__SLOT_VISUAL_PROJECTION_BIAS]), N);
+    pf__step rows = *s;
+    rows.ids = r->group->zero_ids; /* transformers' visual position ids: all 0 without image_text_alignment */
+    be->embed(r, r->part, &W[PF__SLOT_VISUAL_POSITION_EMBED], &rows, 1.0f, 0);
+    be->add_residual(r, r->h, r->part, NULL, N, d);
+    rows.ids = s->type_ids; /* 1 at the regions (transformers' default visual_token_type_ids) */
+    be->embed(r, r->part, &W[PF__SLOT_VISUAL_TOKEN_TYPE_EMBED], &rows, 1.0f, 0);
+    be->add_residual(r, r->h, r->part, NULL, N, d);
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t first = (b + 1) * T - (size_t)s->num_regions[b];
+        if (s->num_regions[b]) be->copy(r, x + first * d, r->h + first * d, (size_t)s->num_regions[b] * d * sizeof(float));
+    }
+}
+
 /* x (rows of `width`) += position table row + token type row, then the embedding norm: what
    follows the token embedding, each where the model has it. */
 static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__tower *t, float *x, size_t width) {
@@ -84,6 +110,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->embed(r, r->part, &W[PF__SLOT_TASK_TYPE_EMBED], &tasks, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
+    if (s->regions) pf__rank_embed_regions(r, s, x);
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
@@ -1236,7 +1263,15 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     if (!job->logits) return;
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE) {
         pf__slot head = c->head == PF_HEAD_NEXT_SENTENCE ? PF__SLOT_NEXT_SENTENCE_WEIGHT : PF__SLOT_CLASSIFIER_WEIGHT;
-        be->matmul(r, r->head_out, pooled, &W[head], PF__OR_NULL(W[head + 1]), B);
+        const float *features = pooled;
+        if (c->classify_before_last_token) { /* VisualBERT's VQA: the text's token before its last, before any regions */
+            for (size_t b = 0; b < B; b++) {
+                size_t regions = s->num_regions ? (size_t)s->num_regions[b] : 0, at = (b + 1) * (size_t)s->seq_len - regions - 2;
+                be->copy(r, r->h + b * d, r->x + at * d, d * sizeof(float));
+            }
+            features = r->h;
+        }
+        be->matmul(r, r->head_out, features, &W[head], PF__OR_NULL(W[head + 1]), B);
         be->download(r, job->logits, r->head_out, B * (size_t)c->num_labels * sizeof(float));
     } else if (c->head == PF_HEAD_TOKEN_CLASSIFICATION) {
         be->matmul(r, r->head_out, r->x, &W[PF__SLOT_CLASSIFIER_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_BIAS]), N);

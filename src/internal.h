@@ -344,6 +344,12 @@ typedef enum {
     PF__SLOT_Y_POSITION_EMBED,      /* [max_2d_positions, hidden] */
     PF__SLOT_H_POSITION_EMBED,      /* [max_2d_positions, hidden] */
     PF__SLOT_W_POSITION_EMBED,      /* [max_2d_positions, hidden] */
+    /* VisualBERT's object regions (the last positions of a row): features x visual_projection^T + bias,
+       plus row 0 of the visual position table and the visual token type table's row 1 */
+    PF__SLOT_VISUAL_PROJECTION_WEIGHT, /* [hidden, visual_embedding_dim] */
+    PF__SLOT_VISUAL_PROJECTION_BIAS,   /* [hidden] */
+    PF__SLOT_VISUAL_TOKEN_TYPE_EMBED,  /* [type_vocab_size, hidden] */
+    PF__SLOT_VISUAL_POSITION_EMBED,    /* [max_positions, hidden] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -753,6 +759,10 @@ typedef struct pf__config {
     int decoder_vocab_size;         /* Marian's target vocabulary, read as it is; 0: none named */
     int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
     int max_2d_positions;           /* LayoutLM's box coordinates (and widths, heights) are 0 .. this - 1 */
+    int visual_embedding_dim;       /* VisualBERT: the features of an object region (pf_encode_regions); 0: none taken */
+    int classify_before_last_token; /* 1: the sequence classifier reads the state of each row's text token before
+                                       its last (VisualBERT's VQA head: transformers' attention_mask.sum(1) - 2,
+                                       the token before [SEP]), not the pooled output */
     int image_size, patch_size, num_channels; /* image encoders: max_positions follows from them */
     int distillation;               /* 1: a distillation token after the class token (DeiT) */
     int causal_encoder;             /* 1: an encoder whose tokens attend to earlier ones only (CLIP's text) */
@@ -1580,6 +1590,9 @@ typedef struct pf__step {
                                position tables each token reads; set whenever the model has them */
     const int32_t *global_tokens; /* host, [batch][seq_len]: 1 where a token has Longformer's global
                                attention, 0 elsewhere (pads too); NULL: no token has */
+    const float *regions;   /* host, [batch][seq_len][visual_embedding_dim]: VisualBERT's region features at
+                               their positions (row b's last num_regions[b]; zeros elsewhere), or NULL: none */
+    const int *num_regions; /* host, [batch]: the regions ending each row (its text before them); set with regions */
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
     const int *cross_pad;   /* host, [batch]: the encoder input's left pads, or NULL */
@@ -1929,6 +1942,7 @@ struct pf__rank {
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
+    float *region_in;         /* VisualBERT: [max_tokens][visual_embedding_dim], the step's region features */
     pf__allocation *allocations;
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];

@@ -892,6 +892,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
     if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
     if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
+    if (m->sources && m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) info.region_dim = c->visual_embedding_dim;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;

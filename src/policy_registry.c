@@ -98,7 +98,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
         PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED)
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
-        PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
+        PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -1301,6 +1303,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_TASK_TYPE_EMBED: *rows = (size_t)c->task_type_vocab_size; *cols = h; break;
     case PF__SLOT_X_POSITION_EMBED: case PF__SLOT_Y_POSITION_EMBED: case PF__SLOT_H_POSITION_EMBED:
     case PF__SLOT_W_POSITION_EMBED: *rows = (size_t)c->max_2d_positions; *cols = h; break;
+    case PF__SLOT_VISUAL_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_embedding_dim; break;
+    case PF__SLOT_VISUAL_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
+    case PF__SLOT_VISUAL_POSITION_EMBED: *rows = (size_t)c->max_positions; *cols = h; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */

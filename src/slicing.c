@@ -806,6 +806,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (m->sources[PF__SLOT_PATCH_WEIGHT].data)
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
+    if (m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data)
+        r->region_in = (float *)pf__rank_alloc(r, T * (size_t)c->visual_embedding_dim * sizeof(float));
     if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||

@@ -20,10 +20,10 @@
 #
 # The environment the committed fixtures were made in: torch 2.15.0 (CPU), tokenizers 0.23.3,
 # transformers 5.23.0, except the steps marked 5.24 below (clip, audio, whisper, speech2text,
-# q8), last run with transformers 5.24.0: their config.json files record "transformers_version",
-# so another version rewrites that line (and may change the saved files where a release changed
-# save_pretrained). No step needs transformers 4: the layouts of transformers 4 checkpoints are
-# written by hand where a test needs them.
+# q8, visual-bert), last run with transformers 5.24.0: their config.json files record
+# "transformers_version", so another version rewrites that line (and may change the saved files
+# where a release changed save_pretrained). No step needs transformers 4: the layouts of
+# transformers 4 checkpoints are written by hand where a test needs them.
 #
 # Floating point: torch's sums depend on the processor's vector instructions, so the float32
 # references (reference_logits.bin, hidden.bin, ...) come out the same to the bit only on the
@@ -68,6 +68,7 @@ STEPS=(
 "encoder-tokenizers|make_encoder_tokenizers.py|transformers tokenizers sentencepiece|5.23|tokenizer-bert, -roberta, -unigram, -xlmr, -albert, -t5, ..."
 "seq2seq-tokenizers|make_seq2seq_tokenizers.py|transformers tokenizers sentencepiece google.protobuf=protobuf|5.23|tokenizer-t5s, -mbart, -mbart50, -pegasus, -bart, -blenderbot, -byt5, -marian, -m2m100, ... (after encoder-tokenizers)"
 "encoders|make_encoder_fixtures.py|torch transformers sentence_transformers=sentence-transformers|5.23|bert, bert-*, roberta*, mpnet*, electra*, albert*, distilbert*, t5-encoder*, ... (sentence-transformers 6)"
+"visual-bert|make_visual_bert_fixtures.py|torch transformers|5.24|visual-bert, visual-bert-pretraining, -vqa, -nlvr, -mc, -vqa-text (after encoder-tokenizers: tokenizer-bert)"
 "seq2seq|make_seq2seq_fixtures.py|torch transformers numpy safetensors sentencepiece|5.23|the *-s2s fixtures (after seq2seq-tokenizers, whose tokenizers they use)"
 "vision|make_vision_fixtures.py|torch transformers numpy PIL=pillow torchvision|5.23|vit, vit-cls, deit-cls, deit-teacher"
 "preprocessing|make_preprocessing_fixtures.py|transformers numpy PIL=pillow torchvision|5.23|preprocessing/ (image and audio processors)"

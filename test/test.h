@@ -93,8 +93,9 @@ int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c);
 void test_gen_cases_with_model_defaults(const pf_model *m, test_gen_case *cases, int count);
 
 /* An encoder fixture's reference.txt (make_encoder_fixtures.py): rows of ids and token types (and
-   a layout model's boxes, a Longformer's global tokens). */
+   a layout model's boxes, a Longformer's global tokens, VisualBERT's regions). */
 #define TEST_ENCODER_ROWS 4
+#define TEST_MAX_REGION_FLOATS 256 /* a row's region features */
 typedef struct test_encoder_reference {
     int rows;
     int32_t ids[TEST_ENCODER_ROWS][TEST_MAX_IDS], types[TEST_ENCODER_ROWS][TEST_MAX_IDS];
@@ -107,6 +108,9 @@ typedef struct test_encoder_reference {
     int32_t global[TEST_ENCODER_ROWS][TEST_MAX_IDS]; /* 1 for a token with global attention */
     int output_lengths[TEST_ENCODER_ROWS]; /* output_lengths=: each row's tokens in hidden.bin (Funnel's
                                               pooled rows); without the line, lengths[] */
+    int has_regions;      /* 1: VisualBERT's (regions<i>= and regions.bin): run with pf_encode_regions */
+    int num_regions[TEST_ENCODER_ROWS], region_dim; /* each row's regions, after its tokens; their width */
+    float regions[TEST_ENCODER_ROWS][TEST_MAX_REGION_FLOATS]; /* each row's features, region after region */
 } test_encoder_reference;
 int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /* 0 on success */
 

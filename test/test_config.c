@@ -380,6 +380,27 @@ static void test_longformer_refusals(void) {
     expect_load("LED with 3 windows", NULL, PF_ERROR_FORMAT, "\"attention_window\" lists 3 windows, the model has 2 encoder layers");
 }
 
+/* VisualBERT: bypass_transformer true (the text through the blocks alone, then one more layer) and
+   the region-to-phrase head (an input we do not take) are refused by name; visual_embedding_dim
+   must be the projection's width, and a width at all. */
+static void test_visual_bert_refusals(void) {
+    if (copy_fixture("visual-bert")) return;
+    edit_file("config.json", "\"bypass_transformer\": false", "\"bypass_transformer\": true");
+    expect_load("VisualBERT with bypass_transformer", NULL, PF_ERROR_UNSUPPORTED,
+                "\"bypass_transformer\" = 1 is not supported for model_type \"visual_bert\"");
+    if (copy_fixture("visual-bert")) return;
+    edit_file("config.json", "\"VisualBertModel\"", "\"VisualBertForRegionToPhraseAlignment\"");
+    expect_load("VisualBertForRegionToPhraseAlignment", NULL, PF_ERROR_UNSUPPORTED,
+                "region-to-phrase alignment takes region_to_phrase_position");
+    if (copy_fixture("visual-bert")) return;
+    edit_file("config.json", "\"visual_embedding_dim\": 20", "\"visual_embedding_dim\": 16");
+    expect_load("VisualBERT with visual_embedding_dim 16 over a projection of 20", NULL, PF_ERROR_FORMAT,
+                "visual_projection.weight");
+    if (copy_fixture("visual-bert")) return;
+    edit_file("config.json", "\"visual_embedding_dim\": 20", "\"visual_embedding_dim\": 0");
+    expect_load("VisualBERT with visual_embedding_dim 0", NULL, PF_ERROR_FORMAT, "\"visual_embedding_dim\" 0 is not a width");
+}
+
 /* SqueezeBERT's group counts say how its convolutions' weights are stored: one that disagrees
    with a weight, or divides no channels, is refused naming the tensor and the groups; an
    embedding_size apart from hidden_size (which transformers asserts against) by name. */
@@ -1520,6 +1541,7 @@ void test_config(void) {
     test_funnel_refusals();
     test_xlm_refusals();
     test_layoutlm_refusals();
+    test_visual_bert_refusals();
     test_longformer_refusals();
     test_mobilebert_refusals();
     test_fused_families();

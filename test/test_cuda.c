@@ -1470,11 +1470,16 @@ static int cuda_available(char *reason, size_t size) {
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The reference's rows through pf_encode, or pf_encode_layout with a layout model's boxes. */
+/* The reference's rows through pf_encode, pf_encode_layout with a layout model's boxes, or
+   pf_encode_regions with VisualBERT's regions. */
 static pf_result encode_reference_rows(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
                                        const int32_t *const *types, const int32_t *const *boxes, pf_encoding **e) {
-    return ref->has_boxes ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
-                          : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
+    const float *regions[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref->rows; b++) regions[b] = ref->regions[b];
+    return ref->has_boxes     ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
+           : ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
+                                                  ref->rows, e)
+                              : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
 }
 
 /* The largest difference of two encodings' pooled outputs and projected embeddings (RetriBERT's
@@ -1522,8 +1527,9 @@ static void test_encoder(const char *name) {
     if (r == PF_OK) r = encode_reference_rows(m, &ref, ids, types, boxes, &want);
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     int xlm = (!strncmp(name, "xlm", 3) && strncmp(name, "xlm-roberta", 11)) || !strncmp(name, "flaubert", 8);
-    int funnel = !strncmp(name, "funnel", 6); /* 4 heads: 2, 1, 1 */
-    int most_ranks = strncmp(name, "convbert", 8) && !xlm && !funnel ? 2 : 3;
+    int uneven = !strncmp(name, "convbert", 8) || !strncmp(name, "visual-bert", 11) || !strncmp(name, "funnel", 6) ||
+                 xlm; /* 4 heads: 2, 1, 1 */
+    int most_ranks = uneven ? 3 : 2;
     for (int ranks = 1; r == PF_OK && ranks <= most_ranks; ranks++) {
         pf_encoding *got = NULL;
         po = pf_parallel_options_init();

@@ -37,14 +37,19 @@ static void check_array(const char *what, const char *dir, const char *file, con
    head reads its decoder's states (the encoding's hidden states are its encoder's). */
 typedef enum { ENCODER, DECODER, ENCODER_DECODER } fixture_kind;
 
-/* The reference's rows through pf_encode, pf_encode_layout with a layout model's boxes, or
-   pf_encode_global with a Longformer's given global tokens. */
+/* The reference's rows through pf_encode, pf_encode_layout with a layout model's boxes,
+   pf_encode_global with a Longformer's given global tokens, or pf_encode_regions with VisualBERT's
+   regions. */
 static pf_result test_encode(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
                              const int32_t *const *types, const int32_t *const *boxes, const int32_t *const *global,
                              pf_encoding **e) {
-    return ref->has_boxes    ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
-           : ref->has_global ? pf_encode_global(m, ids, types, global, ref->lengths, ref->rows, e)
-                             : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
+    const float *regions[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref->rows; b++) regions[b] = ref->regions[b];
+    return ref->has_boxes     ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
+           : ref->has_global  ? pf_encode_global(m, ids, types, global, ref->lengths, ref->rows, e)
+           : ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
+                                                  ref->rows, e)
+                              : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
 }
 
 static void test_encoder_fixture_of(const char *name, pf_head head, int num_logits, int per_token, fixture_kind kind) {
@@ -73,7 +78,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         types[b] = ref.has_types ? ref.types[b] : NULL;
         boxes[b] = ref.boxes[b];
         global[b] = ref.global[b];
-        tokens += (size_t)ref.output_lengths[b]; /* the rows' tokens out (Funnel's fewer than in) */
+        tokens += (size_t)ref.output_lengths[b] + (size_t)ref.num_regions[b]; /* Funnel's fewer than in; VisualBERT's regions after its tokens */
     }
     for (int run = 0; run < (decoder ? 4 : 3); run++) {
         int ranks = run < 3 ? run + 1 : 2, chunked = run == 3;
@@ -112,13 +117,13 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     pf_encoding_free(e);
     /* A masked LM gives pf_forward's logits too (one row: its segments all 0, as row 0's are; a
        layout model's boxes all 0, as pf_encode_layout without boxes gives them; a Longformer's
-       global tokens none, as pf_encode gives them). */
+       global tokens none, as pf_encode gives them; VisualBERT's text alone, as pf_encode runs it). */
     if (head == PF_HEAD_MASKED_LM) {
         size_t count = (size_t)ref.lengths[0] * (size_t)info.vocab_size, n = 0;
         float *logits = (float *)malloc(count * sizeof(float)), *want = NULL;
         char path[1100];
         snprintf(path, sizeof path, "%s/logits.bin", dir);
-        if (ref.has_boxes || ref.has_global) {
+        if (ref.has_boxes || ref.has_global || ref.has_regions) {
             pf_encoding *unboxed = NULL;
             CHECK((ref.has_boxes ? pf_encode_layout(m, ids, types, NULL, ref.lengths, 1, &unboxed)
                                  : pf_encode(m, ids, types, ref.lengths, 1, &unboxed)) == PF_OK);
@@ -1009,6 +1014,122 @@ static void test_longformer_classify_cli(void) {
     CHECK_MSG(status == 2, "classify --global-tokens 1,x: exit %d: %s", status, out);
 }
 
+/* build/classify --regions on a VisualBERT VQA head (visual-bert-vqa-text) against transformers:
+   the question's answer scores with the fixture's 4 regions on 2 and 3 ranks, and the question
+   alone without them; a file that is not whole regions of the model's width, and regions for a
+   model that takes none, refused. */
+static void test_visual_question_cli(void) {
+    char binary[1024], dir[1024], command[4096], out[1024], text[512] = "", path[1100], bad[] = "/tmp/pf_regions_XXXXXX";
+    classify_runs("visual-bert-vqa-text", NULL, 0, binary, sizeof binary, dir, sizeof dir, text, sizeof text);
+    for (int ranks = 2; ranks <= 4; ranks++) { /* 4: the question alone, on 1 rank */
+        int alone = ranks == 4;
+        snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus %d%s%s%s 2>&1", binary, dir, text,
+                 alone ? 1 : ranks, alone ? "" : " --regions ", alone ? "" : dir, alone ? "" : "/regions.bin");
+        int status = test_run_output(command, out, sizeof out);
+        CHECK_MSG(status == 0, "%s: exit %d: %s", command, status, out);
+        snprintf(path, sizeof path, "%s/%s", dir, alone ? "text_alone.txt" : "vqa.txt");
+        if (status == 0) check_scores(command, out, path);
+    }
+    int fd = mkstemp(bad);
+    if (fd < 0 || write(fd, "7 bytes", 7) != 7) {
+        CHECK_MSG(0, "classify --regions: setting up");
+        if (fd >= 0) close(fd);
+        return;
+    }
+    close(fd);
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus 1 --regions %s 2>&1", binary, dir, text, bad);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "holds 7 bytes, not regions of 20 float32 features each"),
+              "classify --regions of 7 bytes: exit %d: %s", status, out);
+    snprintf(command, sizeof command, "%s %s/bart-mnli \"%s\" --device cpu --gpus 1 --regions %s/regions.bin 2>&1", binary,
+             test_fixtures, text, dir);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "takes no object regions"), "classify --regions on bart-mnli: exit %d: %s", status,
+              out);
+    unlink(bad);
+}
+
+/* VisualBERT's regions: a width other than the model's, a negative count, a count without
+   features, more regions than fit after the row's tokens, or a feature not finite is refused
+   naming the row before any work; a row without regions gives what pf_encode gives; the VQA head
+   needs 2 tokens a row; a model without regions refuses them. */
+static void test_region_refusals(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/visual-bert", test_fixtures);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading visual-bert: %s", pf_error_message(m));
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    if (r == PF_OK) r = pf_parallelize(m, 2, &po);
+    if (r) {
+        pf_free(m);
+        return;
+    }
+    CHECK(pf_get_info(m).region_dim == 20);
+    static const int32_t ids[3] = {2, 17, 3};
+    static float features[30 * 20];
+    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++) features[i] = (float)(i % 7) * 0.25f - 0.5f;
+    const int32_t *rows[1] = {ids};
+    const float *regions[1] = {features}, *no_features[1] = {NULL};
+    int length = 3;
+    static const struct { int count, dim, null_features, nan_at; const char *message; } bad[] = {
+        {2, 19, 0, -1, "regions of 19 features; model_type \"visual_bert\" takes 20 (visual_embedding_dim)"},
+        {-1, 20, 0, -1, "row 0: -1 regions"},
+        {2, 20, 1, -1, "row 0: 2 regions without their features (NULL)"},
+        {30, 20, 0, -1, "row 0: 3 tokens and 30 regions exceed max_sequence_length 32 (29 regions fit after its tokens)"},
+        {2, 20, 0, 24, "row 0, region 1: feature 4 is not finite"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pf_encoding *e = NULL;
+        float kept = bad[i].nan_at >= 0 ? features[bad[i].nan_at] : 0.0f;
+        if (bad[i].nan_at >= 0) features[bad[i].nan_at] = NAN;
+        CHECK(pf_encode_regions(m, rows, NULL, bad[i].null_features ? no_features : regions, &bad[i].count, bad[i].dim,
+                                &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK_MSG(strstr(pf_error_message(m), bad[i].message) != NULL, "bad regions %zu: %s", i, pf_error_message(m));
+        if (bad[i].nan_at >= 0) features[bad[i].nan_at] = kept;
+    }
+    pf_encoding *plain = NULL, *none = NULL, *zero = NULL;
+    int zero_count = 0;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &plain) == PF_OK);
+    CHECK(pf_encode_regions(m, rows, NULL, NULL, NULL, 20, &length, 1, &none) == PF_OK);
+    CHECK(pf_encode_regions(m, rows, NULL, no_features, &zero_count, 20, &length, 1, &zero) == PF_OK);
+    if (plain && none && zero) {
+        CHECK(none->offsets[1] == 3 && zero->offsets[1] == 3);
+        CHECK(test_max_abs_diff(plain->last_hidden_state, none->last_hidden_state, 3 * (size_t)plain->hidden_size) == 0);
+        CHECK(test_max_abs_diff(plain->last_hidden_state, zero->last_hidden_state, 3 * (size_t)plain->hidden_size) == 0);
+    }
+    pf_encoding_free(plain);
+    pf_encoding_free(none);
+    pf_encoding_free(zero);
+    pf_free(m);
+    snprintf(dir, sizeof dir, "%s/visual-bert-vqa", test_fixtures);
+    m = NULL;
+    r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading visual-bert-vqa: %s", pf_error_message(m));
+    if (r == PF_OK && pf_parallelize(m, 1, &po) == PF_OK) {
+        pf_encoding *e = NULL;
+        int one = 1, count = 2;
+        CHECK(pf_encode_regions(m, rows, NULL, regions, &count, 20, &one, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK_MSG(strstr(pf_error_message(m), "row 0: 1 token: VisualBertForQuestionAnswering reads the token before the "
+                                              "text's last") != NULL, "%s", pf_error_message(m));
+    }
+    pf_free(m);
+    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
+    m = NULL;
+    r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading bert: %s", pf_error_message(m));
+    if (r == PF_OK && pf_parallelize(m, 1, &po) == PF_OK) {
+        pf_encoding *e = NULL;
+        int count = 2;
+        CHECK(pf_get_info(m).region_dim == 0);
+        CHECK(pf_encode_regions(m, rows, NULL, regions, &count, 20, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(strstr(pf_error_message(m), "model_type \"bert\" takes no object regions") != NULL);
+    }
+    pf_free(m);
+}
+
 /* The floats of FILE in a fixture against `got` (count of them, from element `first` of the file). */
 static void check_floats_at(const char *what, const char *dir, const char *file, size_t first, const float *got,
                             size_t count) {
@@ -1371,6 +1492,13 @@ void test_encoders(void) {
     test_encoder_fixture("layoutlm-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
     test_encoder_fixture("layoutlm-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_layout_refusals();
+    test_encoder_fixture("visual-bert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("visual-bert-pretraining", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("visual-bert-vqa", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("visual-bert-nlvr", PF_HEAD_SEQUENCE_CLASSIFICATION, 2, 0);
+    test_encoder_fixture("visual-bert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_region_refusals();
+    test_visual_question_cli();
     test_layout_cli();
     test_encoder_fixture("longformer", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("longformer-mlm", PF_HEAD_MASKED_LM, 120, 1);

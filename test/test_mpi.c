@@ -123,6 +123,16 @@ static void test_decoder(const char *name, int cases) {
     pf_free(alone);
 }
 
+/* The reference's rows through pf_encode, or pf_encode_regions with VisualBERT's regions. */
+static pf_result encode_rows(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
+                             const int32_t *const *types, pf_encoding **e) {
+    const float *regions[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref->rows; b++) regions[b] = ref->regions[b];
+    return ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
+                                                ref->rows, e)
+                            : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
+}
+
 /* An encoder's hidden states, pooled output and head logits (the masked LM's are split by
    vocabulary) on the reference's rows. */
 static void test_encoder(const char *name, const char *hidden_file) {
@@ -136,8 +146,8 @@ static void test_encoder(const char *name, const char *hidden_file) {
         const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS];
         for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b], types[b] = ref.has_types ? ref.types[b] : NULL;
         pf_encoding *a = NULL, *b = NULL;
-        pf_result ra = pf_encode(across, ids, types, ref.lengths, ref.rows, &a);
-        pf_result rb = pf_encode(alone, ids, types, ref.lengths, ref.rows, &b);
+        pf_result ra = encode_rows(across, &ref, ids, types, &a);
+        pf_result rb = encode_rows(alone, &ref, ids, types, &b);
         CHECK_MSG(ra == PF_OK && rb == PF_OK, "%s: pf_encode: %s / %s", name, pf_error_message(across), pf_error_message(alone));
         if (!ra && !rb) {
             size_t tokens = (size_t)a->offsets[a->batch], d = (size_t)a->hidden_size;
@@ -488,6 +498,7 @@ int main(int argc, char **argv) {
     RUN("bert-cls", test_encoder("bert-cls", NULL));
     RUN("layoutlm", test_encoder("layoutlm", NULL)); /* a step's box rows (all zero from pf_encode) */
     RUN("longformer-qa", test_encoder("longformer-qa", "hidden.bin")); /* the question's global tokens */
+    RUN("visual-bert-vqa", test_encoder("visual-bert-vqa", "hidden.bin")); /* a step's regions and their counts */
     RUN("bart-s2s", test_encoder_decoder("bart-s2s"));
     RUN("t5-s2s", test_encoder_decoder("t5-s2s"));
 #undef RUN

@@ -322,6 +322,25 @@ int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c) {
     return matched;
 }
 
+/* VisualBERT's regions.bin: the rows' region features, row after row, split by ref->num_regions
+   (their width what the file's size gives); 0 on success. */
+static int test_read_regions(const char *dir, test_encoder_reference *ref) {
+    char path[1100];
+    size_t n = 0, regions = 0;
+    snprintf(path, sizeof path, "%s/regions.bin", dir);
+    for (int b = 0; b < ref->rows; b++) regions += (size_t)ref->num_regions[b];
+    float *features = test_read_floats(path, &n);
+    int ok = features && regions && n % regions == 0;
+    if (ok) ref->region_dim = (int)(n / regions);
+    for (int b = 0, first = 0; ok && b < ref->rows; first += ref->num_regions[b++] * ref->region_dim) {
+        size_t count = (size_t)ref->num_regions[b] * ref->region_dim;
+        ok = ref->num_regions[b] >= 0 && count <= TEST_MAX_REGION_FLOATS;
+        if (ok) memcpy(ref->regions[b], features + first, count * sizeof(float));
+    }
+    free(features);
+    return ok ? 0 : -1;
+}
+
 int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
     char path[1100], line[4096];
     snprintf(path, sizeof path, "%s/reference.txt", dir);
@@ -351,12 +370,16 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
                    (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
             ref->has_global = 1;
             for (int i = 0; i < n; i++) ref->global[row][i] = values[i];
+        } else if (sscanf(line, "regions%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS) {
+            ref->has_regions = 1;
+            ref->num_regions[row] = atoi(eq + 1);
         }
     }
     fclose(f);
     for (int b = 0; b < TEST_ENCODER_ROWS; b++)
         if (!ref->output_lengths[b]) ref->output_lengths[b] = ref->lengths[b];
-    return ref->rows > 0 && ref->rows <= TEST_ENCODER_ROWS ? 0 : -1;
+    if (ref->rows < 1 || ref->rows > TEST_ENCODER_ROWS) return -1;
+    return ref->has_regions ? test_read_regions(dir, ref) : 0;
 }
 
 /* generate() takes what its kwargs leave unset from generation_config.json: the forced tokens
