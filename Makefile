@@ -257,7 +257,9 @@ test-cuda-standin: $(STANDIN)/test_cuda
 # pipeline stages (--stages: 2 and 3, 1 or 2 ranks inside a stage, in one process or two); then a process
 # killed mid-request (test/test_mpi_kill.sh: mpirun ends the job) and stopped or killed where the
 # launcher keeps the job (the survivors' waits end, naming it), and the server under mpirun -np 2 against
-# one process (test/test_mpi_server.sh, when libmicrohttpd and jansson are found). Open MPI refuses
+# one process (test/test_mpi_server.sh, when libmicrohttpd and jansson are found). CUDA ranks across
+# processes run on the stand-in (build/mpi/standin/test_mpi --cuda): 2 processes x 1 and x 2 "GPUs"
+# against one process, and a process killed mid-request under a launcher that keeps the job. Open MPI refuses
 # root without --allow-run-as-root; --oversubscribe lets more processes than cores run.
 MPIRUN       ?= mpirun
 MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-root)
@@ -265,6 +267,14 @@ MPIRUN_FLAGS ?= --oversubscribe $(if $(filter 0,$(shell id -u)),--allow-run-as-r
 MPI_TEST_RUN := timeout 900 $(MPIRUN) $(MPIRUN_FLAGS)
 $(BUILD)/test_mpi: test/test_mpi.c test/test_util.c test/test.h test/testing_hooks.h $(BUILD)/parallelformers_testing.o
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(MPI_DEFS) test/test_mpi.c test/test_util.c $(BUILD)/parallelformers_testing.o -o $@ $(LDLIBS)
+# CUDA ranks across processes without a GPU (test_mpi --cuda): the CUDA section over the stand-in,
+# whose NCCL mock spans processes over MPI when built with MOCK_MPI.
+$(STANDIN)/test_mpi: test/test_mpi.c test/test_util.c test/test.h test/testing_hooks.h test/cuda_standin.c src/cuda_abi.h $(LIB_SRC)
+	@mkdir -p $(@D)
+	$(CC) $(BASE) $(CFLAGS) -DPF_CUDA $(MPI_DEFS) -DPF_TESTING -c parallelformers.c -o $(@D)/parallelformers_mpi.o
+	$(CC) -std=gnu11 $(WARN) -pthread $(CFLAGS) -D_GNU_SOURCE -DMOCK_MPI -c test/cuda_standin.c -o $(@D)/cuda_standin_mpi.o
+	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) $(MPI_DEFS) test/test_mpi.c test/test_util.c $(@D)/parallelformers_mpi.o \
+	    $(@D)/cuda_standin_mpi.o -o $@ $(LDLIBS)
 
 # make bench-mpi: the 1B LLaMA shape (the checkpoint build/bench writes, f32 weights) with its ranks
 # in 2 processes x 1 rank against 1 process x 2 ranks, and in 2 pipeline stages; prefill of
@@ -290,7 +300,8 @@ $(BUILD)/mpi_generate: examples/mpi_generate.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) examples/mpi_generate.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 test-mpi:
-	$(MAKE) --no-print-directory MPI=1 CUDA=0 BUILD=build/mpi build/mpi/test_mpi build/mpi/mpi_generate server
+	$(MAKE) --no-print-directory MPI=1 CUDA=0 BUILD=build/mpi build/mpi/test_mpi build/mpi/mpi_generate server \
+	    build/mpi/standin/test_mpi
 	two=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 1 12) && \
 	one=$$($(MPIRUN) $(MPIRUN_FLAGS) -np 1 build/mpi/mpi_generate test/fixtures/gpt2-tiny "Hello world" 2 12) && \
 	  [ -n "$$two" ] && [ "$$two" = "$$one" ] && \
@@ -315,6 +326,9 @@ test-mpi:
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --np 3 --stop --driven
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --stop --stages 2
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --np 3 --keep-job
+	$(MPI_TEST_RUN) -x MOCK_GPUS=2 -np 2 build/mpi/standin/test_mpi test/fixtures 1 --cuda
+	$(MPI_TEST_RUN) -x MOCK_GPUS=4 -np 2 build/mpi/standin/test_mpi test/fixtures 2 --cuda
+	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/standin/test_mpi test/fixtures --keep-job --cuda
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_server.sh build/mpi/server test/fixtures/gpt2-tiny --pipeline-stages 2
 

@@ -35,7 +35,8 @@
    head) kernel stays for fp32 caches and the other fallbacks), which has not run on a GPU yet:
    make test-cuda (its random-shapes cases) and make test-cuda-sanitize must pass first. The NCCL all-reduce
    between distinct GPUs, its abort path and the peer copies of the reduction over mixed GPUs have
-   still only run against the stand-in. Without a GPU, parallelformers.c's CUDA section and
+   still only run against the stand-in, and so have the communicators across processes
+   (pf_cuda_nccl_create_world, bootstrapped over MPI by the C side: compiled, never run on GPUs). Without a GPU, parallelformers.c's CUDA section and
    test/test_cuda.c run against a host-memory stand-in for this ABI (test/cuda_standin.c) that
    mirrors each kernel's arithmetic (rounding of GEMM inputs and of cached keys and values to
    fp16/bf16, online softmax over PF_CHUNK-key chunks, decode splits and their combination,
@@ -64,6 +65,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <chrono>
+#include <thread>
 
 /* ==== begin src/cuda_abi.h: generated from it by tool/amalgamate.sh; edit that file, not this block ==== */
 /* cuda_abi.h: the C ABI between the host side (src/cuda_backend.c) and kernels.cu, declared here
@@ -75,12 +80,13 @@
    - Every function is named pf_cuda_* and has C linkage. It takes plain C types and two opaque
      handles: pf_cuda_rank (one rank's device, stream and cuBLAS handle) and a communicator (one
      rank's NCCL communicator, passed as void *).
-   - Functions that can fail return an int status: PF_CUDA_OK, PF_CUDA_ERROR_DEVICE or
-     PF_CUDA_ERROR_OUT_OF_MEMORY. The message of the failure, "<call> failed: <error string>
+   - Functions that can fail return an int status: PF_CUDA_OK, PF_CUDA_ERROR_DEVICE,
+     PF_CUDA_ERROR_OUT_OF_MEMORY or (collectives) PF_CUDA_ERROR_REMOTE. The message of the failure, "<call> failed: <error string>
      (kernels.cu:<line>)", is in pf_cuda_rank_message(rank) until the next failure on that rank;
      functions without a rank write it to the (message, size) buffer they take.
-   - Everything but pf_cuda_device_count, pf_cuda_nccl_create and pf_cuda_nccl_destroy runs on the
-     rank's own thread, after pf_cuda_rank_create made its device current there.
+   - Everything but pf_cuda_device_count, pf_cuda_nccl_unique_id, pf_cuda_nccl_create,
+     pf_cuda_nccl_create_world and pf_cuda_nccl_destroy runs on the rank's own thread, after
+     pf_cuda_rank_create made its device current there.
    - Work is queued on the rank's stream; only upload (not upload_async), download, stream_sync
      and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
      (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
@@ -107,6 +113,9 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 #define PF_CUDA_OK 0
 #define PF_CUDA_ERROR_DEVICE 1
 #define PF_CUDA_ERROR_OUT_OF_MEMORY 2
+/* A collective failed because a peer in another process did (NCCL's ncclRemoteError, an aborted
+   peer): this rank's failure is a consequence, not the cause. */
+#define PF_CUDA_ERROR_REMOTE 3
 
 /* Element types of weights, caches and the 16-bit copies of activations. */
 #define PF_CUDA_F32 0
@@ -265,6 +274,14 @@ int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, co
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
+/* Communicators across processes (bootstrapped over MPI by the C side): process 0 makes the id
+   (ncclGetUniqueId), every process receives it, and each makes its n ranks' communicators (device
+   devices[i], rank first_rank + i of world_size) together. The other processes' ranks must join
+   within timeout_ms (0 or less: no bound), and their all-reduces (pf_cuda_nccl_all_reduce) too. */
+#define PF_CUDA_NCCL_ID_BYTES 128
+int pf_cuda_nccl_unique_id(unsigned char *id, char *message, size_t size);
+int pf_cuda_nccl_create_world(int n, const int *devices, int world_size, int first_rank, const unsigned char *id,
+                              int timeout_ms, void **comms, char *message, size_t size);
 void pf_cuda_nccl_destroy(void *comm);
 void pf_cuda_nccl_abort(void *comm);
 int pf_cuda_nccl_async_error(void *comm, char *message, size_t size);
@@ -3207,6 +3224,34 @@ void pf_cuda_graph_destroy(void *graph) {
 
 /* ---- NCCL ------------------------------------------------------------------------------------ */
 
+/* What the ABI's void * communicator points to: NCCL's, and how long a wait for other processes'
+   ranks may last (communicators across processes; 0 within one process: no bound). */
+struct pf_cuda__comm {
+    ncclComm_t comm;
+    double timeout_s;
+};
+
+/* A communicator across processes is non-blocking (so that a process that never joins ends in an
+   error): a call on it may return ncclInProgress, its work still being set up (the joins, the
+   first collective's connections). Waits while its state is ncclInProgress, at most timeout_s
+   (0: no bound); returns the state then (ncclInProgress: timed out). */
+static ncclResult_t pf_cuda__nccl_settle(ncclComm_t comm, double timeout_s) {
+    auto start = std::chrono::steady_clock::now();
+    for (unsigned spins = 0;; spins++) {
+        ncclResult_t state = ncclSuccess, r = ncclCommGetAsyncError(comm, &state);
+        if (r != ncclSuccess) return r;
+        if (state != ncclInProgress) return state;
+        if (timeout_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout_s)
+            return ncclInProgress;
+        if (spins >= 1000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+}
+
+/* A failure of NCCL as a status: a peer's (ncclRemoteError) is PF_CUDA_ERROR_REMOTE. */
+static int pf_cuda__nccl_code(ncclResult_t r) {
+    return r == ncclRemoteError ? PF_CUDA_ERROR_REMOTE : PF_CUDA_ERROR_DEVICE;
+}
+
 /* One communicator per rank over n distinct devices (ncclCommInitAll); comms[i] is rank i's.
    Caller's thread; its current device is restored. */
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size) {
@@ -3225,37 +3270,147 @@ int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, 
         free(list);
         return pf_cuda__fail(message, size, PF_CUDA_ERROR_DEVICE, "ncclCommInitAll", ncclGetErrorString(r), __LINE__);
     }
-    for (int i = 0; i < n; i++) comms[i] = (void *)list[i];
+    for (int i = 0; i < n; i++) {
+        pf_cuda__comm *c = (pf_cuda__comm *)malloc(sizeof *c);
+        if (!c) { /* the ones made so far are freed with the rest */
+            for (int j = 0; j < n; j++) (void)ncclCommDestroy(list[j]);
+            for (int j = 0; j < i; j++) free(comms[j]);
+            free(list);
+            return pf_cuda__fail(message, size, PF_CUDA_ERROR_OUT_OF_MEMORY, "malloc", "out of host memory", __LINE__);
+        }
+        c->comm = list[i];
+        c->timeout_s = 0;
+        comms[i] = c;
+    }
+    free(list);
+    return PF_CUDA_OK;
+}
+
+/* The id of a communicator across processes (ncclGetUniqueId), on process 0; any thread. */
+int pf_cuda_nccl_unique_id(unsigned char *id, char *message, size_t size) {
+    static_assert(sizeof(ncclUniqueId) == PF_CUDA_NCCL_ID_BYTES, "NCCL's unique id is not PF_CUDA_NCCL_ID_BYTES");
+    ncclUniqueId u;
+    ncclResult_t r = ncclGetUniqueId(&u);
+    if (r != ncclSuccess) return pf_cuda__fail(message, size, PF_CUDA_ERROR_DEVICE, "ncclGetUniqueId", ncclGetErrorString(r), __LINE__);
+    memcpy(id, &u, sizeof u);
+    return PF_CUDA_OK;
+}
+
+/* This process's n ranks of a communicator over every process (ncclCommInitRankConfig in one group,
+   as NCCL requires for several devices in a process; non-blocking, so that the wait for the other
+   processes' ranks ends after timeout_ms). Caller's thread; its current device is restored. */
+int pf_cuda_nccl_create_world(int n, const int *devices, int world_size, int first_rank, const unsigned char *id,
+                              int timeout_ms, void **comms, char *message, size_t size) {
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof u);
+    double timeout_s = timeout_ms > 0 ? timeout_ms / 1000.0 : 0;
+    ncclComm_t *list = (ncclComm_t *)calloc((size_t)n, sizeof *list);
+    if (!list) return pf_cuda__fail(message, size, PF_CUDA_ERROR_OUT_OF_MEMORY, "calloc", "out of host memory", __LINE__);
+    int previous = -1;
+    if (cudaGetDevice(&previous) != cudaSuccess) {
+        previous = -1;
+        (void)cudaGetLastError();
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    const char *call = "ncclGroupStart";
+    ncclResult_t r = ncclGroupStart();
+    for (int i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++) {
+        if (cudaSetDevice(devices[i]) != cudaSuccess) {
+            (void)cudaGetLastError();
+            r = ncclInvalidArgument;
+            call = "cudaSetDevice";
+            break;
+        }
+        call = "ncclCommInitRankConfig";
+        r = ncclCommInitRankConfig(&list[i], world_size, u, first_rank + i, &config);
+    }
+    ncclResult_t ended = ncclGroupEnd();
+    if (r == ncclSuccess || r == ncclInProgress) r = ended, call = "ncclGroupEnd";
+    for (int i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++) {
+        r = list[i] ? pf_cuda__nccl_settle(list[i], timeout_s) : ncclInternalError;
+        call = "ncclCommInitRankConfig";
+    }
+    int now = -1;
+    if (cudaGetDevice(&now) != cudaSuccess) (void)cudaGetLastError();
+    if (previous >= 0 && now != previous) (void)cudaSetDevice(previous);
+    for (int i = 0; i < n && r == ncclSuccess; i++) {
+        pf_cuda__comm *c = (pf_cuda__comm *)malloc(sizeof *c);
+        if (!c) {
+            for (int j = 0; j < i; j++) free(comms[j]);
+            r = ncclSystemError;
+            call = "malloc";
+            break;
+        }
+        c->comm = list[i];
+        c->timeout_s = timeout_s;
+        comms[i] = c;
+    }
+    if (r != ncclSuccess) {
+        for (int i = 0; i < n; i++)
+            if (list[i]) (void)ncclCommAbort(list[i]);
+        free(list);
+        if (r == ncclInProgress) {
+            char what[160];
+            snprintf(what, sizeof what, "the other processes' ranks did not join within %g s (process_timeout_ms)", timeout_s);
+            return pf_cuda__fail(message, size, PF_CUDA_ERROR_DEVICE, call, what, __LINE__);
+        }
+        return pf_cuda__fail(message, size, pf_cuda__nccl_code(r), call, ncclGetErrorString(r), __LINE__);
+    }
     free(list);
     return PF_CUDA_OK;
 }
 
 /* Frees a communicator whose work has finished (any thread). NULL is fine. */
 void pf_cuda_nccl_destroy(void *comm) {
-    if (comm) (void)ncclCommDestroy((ncclComm_t)comm);
+    pf_cuda__comm *c = (pf_cuda__comm *)comm;
+    if (!c) return;
+    if (c->timeout_s > 0) { /* non-blocking: its work flushed first, in bounded time */
+        ncclResult_t r = ncclCommFinalize(c->comm);
+        if (r == ncclInProgress) r = pf_cuda__nccl_settle(c->comm, c->timeout_s);
+        if (r != ncclSuccess) {
+            (void)ncclCommAbort(c->comm);
+            free(c);
+            return;
+        }
+    }
+    (void)ncclCommDestroy(c->comm);
+    free(c);
 }
 
 /* Aborts a communicator, ending any of its operations still waiting for a peer (e.g. one that
-   failed and will never join); it cannot be used afterwards. On the rank's thread. */
+   failed and will never join; across processes its peers then see ncclRemoteError); it cannot be
+   used afterwards. On the rank's thread. */
 void pf_cuda_nccl_abort(void *comm) {
-    if (comm) (void)ncclCommAbort((ncclComm_t)comm);
+    pf_cuda__comm *c = (pf_cuda__comm *)comm;
+    if (!c) return;
+    (void)ncclCommAbort(c->comm);
+    free(c);
 }
 
 /* The communicator's asynchronous error (a peer's failure seen by NCCL, a network error):
    PF_CUDA_OK while there is none (or its operations are still in progress). Any thread. */
 int pf_cuda_nccl_async_error(void *comm, char *message, size_t size) {
-    ncclResult_t async = ncclSuccess, r = ncclCommGetAsyncError((ncclComm_t)comm, &async);
+    ncclResult_t async = ncclSuccess, r = ncclCommGetAsyncError(((pf_cuda__comm *)comm)->comm, &async);
     if (r != ncclSuccess)
         return pf_cuda__fail(message, size, PF_CUDA_ERROR_DEVICE, "ncclCommGetAsyncError", ncclGetErrorString(r), __LINE__);
     if (async != ncclSuccess && async != ncclInProgress)
-        return pf_cuda__fail(message, size, PF_CUDA_ERROR_DEVICE, "NCCL", ncclGetErrorString(async), __LINE__);
+        return pf_cuda__fail(message, size, pf_cuda__nccl_code(async), "NCCL", ncclGetErrorString(async), __LINE__);
     return PF_CUDA_OK;
 }
 
 /* x = sum of x over the communicator's ranks, in place, queued on the rank's stream. */
 int pf_cuda_nccl_all_reduce(struct pf_cuda_rank *st, void *comm, float *x, size_t count) {
     if (!count) return PF_CUDA_OK;
-    PF_NCCL_CHECK(st, ncclAllReduce, (x, x, count, ncclFloat, ncclSum, (ncclComm_t)comm, st->stream));
+    pf_cuda__comm *c = (pf_cuda__comm *)comm;
+    ncclResult_t r = ncclAllReduce(x, x, count, ncclFloat, ncclSum, c->comm, st->stream);
+    if (r == ncclInProgress) r = pf_cuda__nccl_settle(c->comm, c->timeout_s); /* across processes: still enqueuing */
+    if (r == ncclInProgress)
+        return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "ncclAllReduce",
+                             "the other processes' ranks did not join within the timeout (process_timeout_ms)", __LINE__);
+    if (r != ncclSuccess)
+        return pf_cuda__fail(st->message, sizeof st->message, pf_cuda__nccl_code(r), "ncclAllReduce", ncclGetErrorString(r),
+                             __LINE__);
     return PF_CUDA_OK;
 }
 

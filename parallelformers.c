@@ -2299,6 +2299,13 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
                                        char *error, size_t error_size);
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
                                             size_t stride_bytes, char *error, size_t error_size);
+/* for a backend whose collectives cross processes on their own (CUDA ranks over NCCL) */
+PF_PRIVATE int pf__mpi_process(const pf__group *g);
+PF_PRIVATE int pf__mpi_timeout_ms(const pf__group *g);
+PF_PRIVATE double pf__mpi_job_timeout_s(const pf__group *g);
+PF_PRIVATE pf_result pf__mpi_share_setup(pf__group *g, void *data, size_t bytes, char *error, size_t error_size);
+PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader);
+PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g);
 
 /* ---- src/cpu_backend.c (the CPU's block formats, which slicing packs) ---- */
 PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols);
@@ -19752,6 +19759,61 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
     return PF_OK;
 }
 
+/* ---- for backends whose collectives cross processes on their own (CUDA ranks over NCCL) ---- */
+
+PF_PRIVATE int pf__mpi_process(const pf__group *g) { return g->mpi ? g->mpi->process : 0; }
+
+/* process_timeout_ms as it applies (0: no bound). */
+PF_PRIVATE int pf__mpi_timeout_ms(const pf__group *g) {
+    return g->mpi && g->mpi->timeout_s > 0 ? (int)(g->mpi->timeout_s * 1000.0 + 0.5) : 0;
+}
+
+/* The longest a rank may wait on other processes' ranks in this job (0: no bound, as in the setup). */
+PF_PRIVATE double pf__mpi_job_timeout_s(const pf__group *g) {
+    return g->mpi && g->mpi->bounded ? g->mpi->timeout_s : 0;
+}
+
+/* Setup, on the caller's thread (every process alike): process 0's `bytes` at data become every
+   process's. */
+PF_PRIVATE pf_result pf__mpi_share_setup(pf__group *g, void *data, size_t bytes, char *error, size_t error_size) {
+    if (bytes > INT_MAX) return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: %zu bytes exceed one message", bytes);
+    return pf__mpi_failed(MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, g->mpi->comm), error, error_size, "MPI_Bcast")
+               ? PF_ERROR_DEVICE
+               : PF_OK;
+}
+
+/* A collective across processes failed because another process's did (NCCL's remote error): this
+   process's verdict is then not the job's cause. Any rank thread. */
+PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g) {
+    if (g->mpi) g->mpi->peer_failed = 1;
+}
+
+/* On the leader (the process's rank 0), while its device waits on a collective across processes
+   that the MPI side does not see (NCCL): whether another process ended the job with a failure (its
+   END; the leader then fails with its verdict) or gave one up (a LOST notice), without waiting. An
+   END of a process that succeeded is kept for the job's end. */
+PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader) {
+    struct pf__mpi *p = leader->group->mpi;
+    for (int q = 0; p && q < p->processes && p->lost < 0; q++) {
+        int found = 0;
+        MPI_Status probed;
+        if (q == p->process) continue;
+        if (MPI_Iprobe(q, PF__TAG_LOST, p->comm, &found, &probed) == MPI_SUCCESS && found) {
+            pf__mpi_receive_lost(p, &probed);
+            break;
+        }
+        if (p->ended[q] || MPI_Iprobe(q, PF__TAG_END, p->comm, &found, &probed) != MPI_SUCCESS || !found) continue;
+        if (pf__mpi_receive_end(p, q) != MPI_SUCCESS || p->lost >= 0) break;
+        if (p->verdicts[q].code) {
+            pf__mpi_fail_from(leader, p, q, "in a collective");
+            return 1;
+        }
+    }
+    if (!p || p->lost < 0) return 0;
+    pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
+    return 1;
+}
+
 /* Process 0 of a driven group: the job, sent to every follower before its ranks start it. */
 static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
     struct pf__mpi *p = g->mpi;
@@ -19987,6 +20049,27 @@ PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) 
     (void)x, (void)count;
     pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
 }
+PF_PRIVATE int pf__mpi_process(const pf__group *g) {
+    (void)g;
+    return 0;
+}
+PF_PRIVATE int pf__mpi_timeout_ms(const pf__group *g) {
+    (void)g;
+    return 0;
+}
+PF_PRIVATE double pf__mpi_job_timeout_s(const pf__group *g) {
+    (void)g;
+    return 0;
+}
+PF_PRIVATE pf_result pf__mpi_share_setup(pf__group *g, void *data, size_t bytes, char *error, size_t error_size) {
+    (void)g, (void)data, (void)bytes;
+    return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader) {
+    (void)leader;
+    return 0;
+}
+PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g) { (void)g; }
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size) {
     (void)groups, (void)n, (void)ended, (void)job;
@@ -27370,7 +27453,13 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_
    Per group (g->backend_state, a pf__cuda_group_state): ranks on distinct GPUs all-reduce with
    NCCL (ncclCommInitAll in group_begin, on the caller's thread). Ranks sharing a GPU (device ids
    such as {0, 0}), which NCCL refuses, use a device-memory reduction through g->reduce_in and two
-   barriers instead (peer copies where some ranks are on other GPUs).
+   barriers instead (peer copies where some ranks are on other GPUs). Across processes
+   (across_processes, MPI builds) one NCCL communicator spans every process's ranks, world rank =
+   process x ranks per process + local rank, as the CPU ranks number them: process 0 makes its id,
+   MPI broadcasts it, and each process's ranks join it together (pf__cuda_world_comms); every rank
+   needs a GPU of its own there. The host side of a job is the CPU ranks' across processes (mpi.c:
+   each job's verdicts, the outputs broadcast from each rank's process); only the all-reduce is
+   NCCL's.
 
    Decode steps as CUDA graphs (pf__cuda_run_decoder_step): a step of one token a row has its
    launches up to the final norm captured into a graph once per pf__cuda_graph_key and replayed
@@ -27387,7 +27476,11 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_
    every rank then aborts its own communicator (ncclCommAbort, on its own thread) before it could
    wait on one: in download (a wait that watches the group's abort flag), in every later
    operation, in free and in rank_end. Later requests fail with a message asking for
-   pf_parallelize again, which builds new communicators. */
+   pf_parallelize again, which builds new communicators. Across processes the failing rank aborts
+   its own communicator at once, so that the other processes' ranks see NCCL's remote error (their
+   failure then counts as a consequence: the job's error is the failing process's), and a rank
+   waiting on its stream also ends its wait when another process sends a failed verdict (its rank 0
+   listens for it) or after process_timeout_ms (a process that stopped, which NCCL does not see). */
 
 /* ---- the C ABI of kernels.cu, declared once for both sides ---- */
 
@@ -27401,12 +27494,13 @@ PF_PRIVATE pf__share pf__share_for(const pf__config *c, int r, int n, int slice_
    - Every function is named pf_cuda_* and has C linkage. It takes plain C types and two opaque
      handles: pf_cuda_rank (one rank's device, stream and cuBLAS handle) and a communicator (one
      rank's NCCL communicator, passed as void *).
-   - Functions that can fail return an int status: PF_CUDA_OK, PF_CUDA_ERROR_DEVICE or
-     PF_CUDA_ERROR_OUT_OF_MEMORY. The message of the failure, "<call> failed: <error string>
+   - Functions that can fail return an int status: PF_CUDA_OK, PF_CUDA_ERROR_DEVICE,
+     PF_CUDA_ERROR_OUT_OF_MEMORY or (collectives) PF_CUDA_ERROR_REMOTE. The message of the failure, "<call> failed: <error string>
      (kernels.cu:<line>)", is in pf_cuda_rank_message(rank) until the next failure on that rank;
      functions without a rank write it to the (message, size) buffer they take.
-   - Everything but pf_cuda_device_count, pf_cuda_nccl_create and pf_cuda_nccl_destroy runs on the
-     rank's own thread, after pf_cuda_rank_create made its device current there.
+   - Everything but pf_cuda_device_count, pf_cuda_nccl_unique_id, pf_cuda_nccl_create,
+     pf_cuda_nccl_create_world and pf_cuda_nccl_destroy runs on the rank's own thread, after
+     pf_cuda_rank_create made its device current there.
    - Work is queued on the rank's stream; only upload (not upload_async), download, stream_sync
      and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
      (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
@@ -27433,6 +27527,9 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 #define PF_CUDA_OK 0
 #define PF_CUDA_ERROR_DEVICE 1
 #define PF_CUDA_ERROR_OUT_OF_MEMORY 2
+/* A collective failed because a peer in another process did (NCCL's ncclRemoteError, an aborted
+   peer): this rank's failure is a consequence, not the cause. */
+#define PF_CUDA_ERROR_REMOTE 3
 
 /* Element types of weights, caches and the 16-bit copies of activations. */
 #define PF_CUDA_F32 0
@@ -27591,6 +27688,14 @@ int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, co
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
+/* Communicators across processes (bootstrapped over MPI by the C side): process 0 makes the id
+   (ncclGetUniqueId), every process receives it, and each makes its n ranks' communicators (device
+   devices[i], rank first_rank + i of world_size) together. The other processes' ranks must join
+   within timeout_ms (0 or less: no bound), and their all-reduces (pf_cuda_nccl_all_reduce) too. */
+#define PF_CUDA_NCCL_ID_BYTES 128
+int pf_cuda_nccl_unique_id(unsigned char *id, char *message, size_t size);
+int pf_cuda_nccl_create_world(int n, const int *devices, int world_size, int first_rank, const unsigned char *id,
+                              int timeout_ms, void **comms, char *message, size_t size);
 void pf_cuda_nccl_destroy(void *comm);
 void pf_cuda_nccl_abort(void *comm);
 int pf_cuda_nccl_async_error(void *comm, char *message, size_t size);
@@ -27706,12 +27811,6 @@ static int pf__cuda_broken(pf__group *g) {
     return PF__LOAD_FLAG(gs->broken); /* every op asks: no lock */
 }
 
-static void pf__cuda_break(pf__group *g) {
-    pf__cuda_group_state *gs = (pf__cuda_group_state *)g->backend_state;
-    if (!gs || !gs->use_nccl) return;
-    PF__STORE_FLAG(gs->broken, 1);
-}
-
 /* On rank r's thread: ends whatever its communicator still waits for. */
 static void pf__cuda_abort_own_comm(pf__rank *r) {
     pf__cuda_group_state *gs = (pf__cuda_group_state *)r->group->backend_state;
@@ -27720,12 +27819,29 @@ static void pf__cuda_abort_own_comm(pf__rank *r) {
     gs->comm_gone[r->index] = 1;
 }
 
-/* 1 when a kernels.cu call succeeded; else records its failure on the rank and returns 0. */
+/* Rank r (on its thread) failed: the group's communicators may hold operations that never finish.
+   It aborts its own at once, so that NCCL ranks in other processes see a remote error instead of
+   waiting for it; this process's other ranks abort theirs before they next wait on one. */
+static void pf__cuda_break(pf__rank *r) {
+    pf__cuda_group_state *gs = (pf__cuda_group_state *)r->group->backend_state;
+    if (!gs || !gs->use_nccl) return;
+    PF__STORE_FLAG(gs->broken, 1);
+    pf__cuda_abort_own_comm(r);
+}
+
+/* 1 when a kernels.cu call succeeded; else records its failure on the rank and returns 0. Not
+   when another rank of the process failed first (its abort may be what ended this call, a
+   collective): that rank reports the job's error, as a rank a barrier released does. A collective
+   that failed because another process's rank did makes this process's failure a consequence (the
+   job's error is that process's). */
 static int pf__cuda_ok(pf__rank *r, int status) {
     if (status == PF_CUDA_OK) return 1;
     pf__cuda_rank_state *rs = (pf__cuda_rank_state *)r->backend_state;
-    pf__rank_fail(r, pf__cuda_result(status), "GPU %d: %s", r->device, pf_cuda_rank_message(rs->cu));
-    pf__cuda_break(r->group);
+    if (!pf__rank_failed(r)) {
+        if (status == PF_CUDA_ERROR_REMOTE) pf__mpi_note_peer_failed(r->group);
+        pf__rank_fail(r, pf__cuda_result(status), "GPU %d: %s", r->device, pf_cuda_rank_message(rs->cu));
+    }
+    pf__cuda_break(r);
     return 0;
 }
 
@@ -27745,10 +27861,11 @@ static pf__cuda_rank_state *pf__cuda_begin(pf__rank *r, int need_scratch) {
         pf__rank_fail(r, rs->init_error, "GPU %d: %s", r->device, rs->init_message);
         return NULL;
     }
-    if (pf__cuda_broken(r->group)) {
+    if (pf__cuda_broken(r->group)) { /* in this job the failing rank reports it; later jobs fail so */
         pf__cuda_abort_own_comm(r);
-        pf__rank_fail(r, PF_ERROR_DEVICE,
-                      "the NCCL communicators were aborted after a rank failed; call pf_parallelize again");
+        if (!pf__rank_failed(r))
+            pf__rank_fail(r, PF_ERROR_DEVICE,
+                          "the NCCL communicators were aborted after a rank failed; call pf_parallelize again");
         return NULL;
     }
     if (need_scratch && !rs->scratch_done && pf__cuda_alloc_scratch(r, rs)) return NULL;
@@ -27849,22 +27966,42 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
    collectives would never finish) or NCCL reports an asynchronous error, aborting this rank's
    communicator. */
 static int pf__cuda_wait(pf__rank *r, pf__cuda_rank_state *rs) {
-    pf__cuda_group_state *gs = (pf__cuda_group_state *)r->group->backend_state;
+    pf__group *g = r->group;
+    pf__cuda_group_state *gs = (pf__cuda_group_state *)g->backend_state;
     if (!gs->use_nccl) return pf__cuda_ok(r, pf_cuda_stream_sync(rs->cu)) ? 0 : -1;
+    double limit_s = pf__mpi_job_timeout_s(g); /* across processes, in a bounded job */
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     for (unsigned spins = 0;; spins++) {
         int done = 0;
         if (!pf__cuda_ok(r, pf_cuda_stream_query(rs->cu, &done))) return -1;
         if (done) return 0;
         char message[256];
-        if (spins % 256 == 255 && pf_cuda_nccl_async_error(gs->comms[r->index], message, sizeof message)) {
-            pf__rank_fail(r, PF_ERROR_DEVICE, "rank %d: %s", r->index, message);
-            pf__cuda_break(r->group);
-            pf__cuda_abort_own_comm(r);
+        int status = spins % 256 == 255 ? pf_cuda_nccl_async_error(gs->comms[r->index], message, sizeof message) : 0;
+        if (status) {
+            if (status == PF_CUDA_ERROR_REMOTE) pf__mpi_note_peer_failed(g);
+            pf__rank_fail(r, PF_ERROR_DEVICE, "rank %d: %s", r->world, message);
+            pf__cuda_break(r);
             return -1;
         }
+        /* across processes NCCL does not see every loss (a stopped process, a host off the network):
+           the leader also takes another process's failed END, and the wait is bounded */
+        if (g->mpi && spins % 256 == 255) {
+            if (r->index == 0 && pf__mpi_peer_failed(r)) {
+                pf__cuda_break(r);
+                return -1;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (limit_s > 0 && (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9 > limit_s) {
+                pf__rank_fail(r, PF_ERROR_DEVICE, "rank %d: an NCCL collective waited %g s for other processes' ranks: "
+                              "a process died, stopped or lost its host (pf_parallel_options.process_timeout_ms)",
+                              r->world, limit_s);
+                pf__cuda_break(r);
+                return -1;
+            }
+        }
         if (pf__rank_failed(r)) { /* not this rank's error: the failing rank reports it */
-            pf__cuda_break(r->group);
-            pf__cuda_abort_own_comm(r);
+            pf__cuda_break(r);
             return -1;
         }
         if (spins >= 1000) sched_yield();
@@ -27877,13 +28014,14 @@ static int pf__cuda_wait(pf__rank *r, pf__cuda_rank_state *rs) {
    one, rank i goes to GPU i modulo their count). pf_parallelize keeps num_device_ids. */
 static int pf__cuda_device_ids_given(const pf__group *g) { return g->options.num_device_ids > 0; }
 
-static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) {
+/* This process's device ordinals for its ranks; across processes (g->mpi) every rank needs a GPU of
+   its own (NCCL refuses two ranks on one). *distinct: no two ranks share one. */
+static pf_result pf__cuda_place_ranks(pf__group *g, int *distinct, int *mixed, char *message, size_t size) {
     int count = 0;
     const char *reason = NULL;
     if (pf_cuda_device_count(&count, &reason) != PF_CUDA_OK || count < 1)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "no CUDA device: %s",
-                          reason ? reason : "none is visible");
-    int n = g->num_ranks, distinct = 1, mixed = 0;
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "no CUDA device: %s", reason ? reason : "none is visible");
+    int n = g->num_ranks;
     for (int i = 0; i < n; i++) {
         pf__rank *r = &g->ranks[i];
         if (!pf__cuda_device_ids_given(g)) r->device = i % count;
@@ -27892,26 +28030,72 @@ static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) 
                               "device id %d (rank %d) is not a CUDA device: %d visible (ids 0..%d)", r->device, i,
                               count, count - 1);
     }
+    *distinct = 1, *mixed = 0;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
-            if (g->ranks[i].device == g->ranks[j].device) distinct = 0;
-            else mixed = 1;
+            if (g->ranks[i].device == g->ranks[j].device) *distinct = 0;
+            else *mixed = 1;
         }
+    if (g->mpi && !*distinct)
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT,
+                          "across_processes: process %d's %d ranks share GPUs (%d visible): NCCL, which joins the "
+                          "processes, needs a GPU for each rank", pf__mpi_process(g), n, count);
+    return PF_OK;
+}
+
+/* Across processes: one NCCL communicator over every process's ranks (world rank = process x
+   ranks per process + local rank), its id made by process 0 and broadcast with MPI. Every process
+   makes the same MPI calls whatever fails (its verdict travels with them), so none waits for
+   another that gave up; a process that never joins fails the others after process_timeout_ms. */
+static pf_result pf__cuda_world_comms(pf__group *g, const int *devices, void **comms, char *message, size_t size) {
+    unsigned char id[PF_CUDA_NCCL_ID_BYTES + 1]; /* the id, then whether process 0 made it */
+    memset(id, 0, sizeof id);
+    pf_result res = PF_OK;
+    if (pf__mpi_process(g) == 0) {
+        int status = pf_cuda_nccl_unique_id(id, message, size);
+        if (status) res = pf__cuda_result(status);
+        id[PF_CUDA_NCCL_ID_BYTES] = res == PF_OK;
+    }
+    pf_result shared = pf__mpi_share_setup(g, id, sizeof id, message, size);
+    if (res || shared) return res ? res : shared;
+    if (!id[PF_CUDA_NCCL_ID_BYTES])
+        return pf__format(message, size, PF_ERROR_DEVICE, "across_processes: process 0 could not make the NCCL id");
+    int status = pf_cuda_nccl_create_world(g->num_ranks, devices, g->world_ranks, g->first_rank, id,
+                                           pf__mpi_timeout_ms(g), comms, message, size);
+    res = status ? pf__cuda_result(status) : PF_OK;
+    int all = pf__mpi_agree(g, res == PF_OK);
+    if (res) return res;
+    if (all) return PF_OK;
+    for (int i = 0; i < g->num_ranks; i++) pf_cuda_nccl_abort(comms[i]);
+    return pf__format(message, size, PF_ERROR_DEVICE, "across_processes: another process could not make its NCCL "
+                      "communicators");
+}
+
+static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) {
+    int n = g->num_ranks, distinct = 1, mixed = 0;
+    pf_result res = pf__cuda_place_ranks(g, &distinct, &mixed, message, size);
+    if (g->mpi) { /* every process learns whether all could place theirs (group_abandon agrees once more) */
+        int all = pf__mpi_agree(g, res == PF_OK);
+        if (!res && !all)
+            res = pf__format(message, size, PF_ERROR_DEVICE, "across_processes: another process could not place its "
+                             "ranks on GPUs");
+    }
+    if (res) return res;
     pf__cuda_group_state *gs = (pf__cuda_group_state *)calloc(1, sizeof *gs);
     if (!gs) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    gs->use_nccl = n > 1 && distinct;
+    gs->use_nccl = g->world_ranks > 1 && distinct;
     gs->mixed = !gs->use_nccl && mixed;
     if (gs->use_nccl) {
         int *devices = (int *)calloc((size_t)n, sizeof *devices);
         gs->comms = (void **)calloc((size_t)n, sizeof *gs->comms);
         gs->comm_gone = (int *)calloc((size_t)n, sizeof *gs->comm_gone);
-        pf_result res = PF_OK;
         if (!devices || !gs->comms || !gs->comm_gone) {
             res = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         } else {
             for (int i = 0; i < n; i++) devices[i] = g->ranks[i].device;
-            int status = pf_cuda_nccl_create(n, devices, gs->comms, message, size);
-            if (status) res = pf__cuda_result(status);
+            int status = g->mpi ? 0 : pf_cuda_nccl_create(n, devices, gs->comms, message, size);
+            if (g->mpi) res = pf__cuda_world_comms(g, devices, gs->comms, message, size);
+            else if (status) res = pf__cuda_result(status);
         }
         free(devices);
         if (res) {
@@ -28015,7 +28199,7 @@ static void pf__cuda_argmax(pf__rank *r, pf__choice *best, const float *logits, 
     if (!rs) return;
     if (!rs->choice_host || rows > r->group->logit_rows) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for the arg-max of %zu rows", r->device, rows);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     int32_t *ids = (int32_t *)(void *)(rs->choice + rows); /* int32 words after the values */
@@ -28036,7 +28220,7 @@ static void pf__cuda_top_k(pf__rank *r, pf__choice *best, size_t stride, const f
     if (!rs) return;
     if (!rs->choice_host || rows > r->group->logit_rows || count > PF_CUDA_TOP_K_MAX) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for %zu top-k candidates of %zu rows", r->device, count, rows);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     int32_t *ids = (int32_t *)(void *)(rs->choice + rows * count); /* int32 words after the values */
@@ -28062,7 +28246,7 @@ static void pf__cuda_copy(pf__rank *r, void *dst, const void *src, size_t bytes)
 static int pf__cuda_copy_while_capturing(pf__rank *r, const pf__cuda_rank_state *rs) {
     if (!rs->capturing) return 0;
     pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: a host copy inside a captured decode step (a library bug)", r->device);
-    pf__cuda_break(r->group);
+    pf__cuda_break(r);
     return 1;
 }
 
@@ -28076,7 +28260,7 @@ static int pf__cuda_stage_ints(pf__rank *r, pf__cuda_rank_state *rs, int *device
                                const int *values, int n) {
     if (n < 0 || n > 2 * r->group->max_batch || !device || !host) { /* a reorder stages 2 per row */
         pf__rank_fail(r, PF_ERROR_DEVICE, "%d rows for a group of max_batch %d", n, r->group->max_batch);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return -1;
     }
     if (*count == n && !memcmp(host, values, (size_t)n * sizeof(int))) return 0;
@@ -28097,7 +28281,7 @@ static const int *pf__cuda_pads(pf__rank *r, pf__cuda_rank_state *rs, const pf__
     for (int b = 0; b < s->batch; b++) {
         if (s->pad[b] < 0) {
             pf__rank_fail(r, PF_ERROR_DEVICE, "sequence %d has %d left pads", b, s->pad[b]);
-            pf__cuda_break(r->group);
+            pf__cuda_break(r);
             return NULL;
         }
         any |= s->pad[b] > 0;
@@ -28117,7 +28301,7 @@ static const int *pf__cuda_cache_rows(pf__rank *r, pf__cuda_rank_state *rs, cons
     for (int b = 0; b < s->batch; b++)
         if (s->cache_rows[b] < 0 || s->cache_rows[b] >= r->group->max_batch) {
             pf__rank_fail(r, PF_ERROR_DEVICE, "sequence %d in cache row %d of %d", b, s->cache_rows[b], r->group->max_batch);
-            pf__cuda_break(r->group);
+            pf__cuda_break(r);
             return NULL;
         }
     if (pf__cuda_stage_ints(r, rs, rs->cache_rows, rs->cache_rows_host, &rs->cache_rows_count, s->cache_rows, s->batch))
@@ -28156,7 +28340,7 @@ static void pf__cuda_add_positions(pf__rank *r, float *x, const pf__weight *tabl
     if (first < 0 || (unsigned long long)last >= table->rows) {
         pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "positions %lld..%lld are beyond the position table's %zu rows",
                       first, last, table->rows);
-        pf__cuda_break(r->group); /* NCCL peers must not wait for this rank */
+        pf__cuda_break(r); /* NCCL peers must not wait for this rank */
         return;
     }
     /* a replay of this launch is checked against the table before it runs (pf__cuda_graph_check):
@@ -28213,9 +28397,9 @@ static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, co
 static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
                             size_t rows) {
 #ifdef PF_TESTING
-    if (r->index == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
+    if (r->world == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "injected failure (test)");
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
 #endif
@@ -28385,7 +28569,7 @@ static int pf__cuda_stage_step_ints(pf__rank *r, pf__cuda_rank_state *rs, const 
     rs->ids_from = NULL;
     if (!rs->step_ints) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for the step's arguments", r->device);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return -1;
     }
     rs->step_ints_host[0] = s->past;
@@ -28415,7 +28599,7 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         rs->type_ids_from = types;
     if (s->global_tokens && (!rs->global_tokens || tokens > r->group->max_tokens)) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "global attention without its device buffer");
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     if (s->global_tokens) /* an encoder's request: no graph captures it */
@@ -28496,7 +28680,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
     if ((!half && !bias) || !s->batch || !s->seq_len) return;
     if (half && (!s->inv_freq || !rs->inv_freq || (size_t)a->rotary_dim != (size_t)r->group->model->config.rotary_dim)) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "rotary positions without their frequencies (rotary_dim %d)", a->rotary_dim);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     if (half && pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return;
@@ -28557,7 +28741,7 @@ static pf__cuda_rank_state *pf__cuda_latent_begin(pf__rank *r, const pf__step *s
     if (!rs || !s->batch || !s->seq_len) return NULL;
     if (!s->inv_freq || !rs->inv_freq) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "latent attention without its rotary frequencies");
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return NULL;
     }
     if (pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return NULL;
@@ -28614,7 +28798,7 @@ static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, cons
     for (int k = 0; k < count; k++) {
         if (src[k] < 0 || src[k] >= g->max_batch || dst[k] < 0 || dst[k] >= g->max_batch) {
             pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder: row %d from row %d of %d", dst[k], src[k], g->max_batch);
-            pf__cuda_break(r->group);
+            pf__cuda_break(r);
             return;
         }
     }
@@ -28623,13 +28807,13 @@ static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, cons
     if (count > g->max_batch || used_bytes > row_bytes || (size_t)count * used_bytes > room || !rs->reorder_tmp) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu bytes does not fit its buffer", count,
                       used_bytes);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     int *moves = (int *)malloc(2 * (size_t)count * sizeof(int)); /* dst then src, staged as one array */
     if (!moves) {
         pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     memcpy(moves, dst, (size_t)count * sizeof(int));
@@ -28647,7 +28831,7 @@ static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, cons
    each barrier: the barrier orders host threads, not GPU work. */
 static void pf__cuda_all_reduce(pf__rank *r, float *x, size_t count) {
     pf__group *g = r->group;
-    if (g->num_ranks == 1) return;
+    if (g->world_ranks == 1) return;
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     pf__cuda_group_state *gs = (pf__cuda_group_state *)g->backend_state;
@@ -28771,7 +28955,7 @@ static int pf__cuda_graph_check(pf__rank *r, const pf__cuda_graph *graph, const 
     } else {
         return 0;
     }
-    pf__cuda_break(r->group); /* NCCL peers must not wait for this rank */
+    pf__cuda_break(r); /* NCCL peers must not wait for this rank */
     return -1;
 }
 
@@ -31852,9 +32036,10 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (o.pipeline_stages > c->num_layers)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d exceeds the model's %d layers", o.pipeline_stages,
                         c->num_layers);
-    if (o.across_processes && backend != &pf__cpu_backend)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "across_processes runs CPU ranks only (ranks on the %s backend across "
-                        "processes are not implemented): set device PF_DEVICE_CPU", backend->name);
+    if (o.pipeline_stages > 1 && backend != &pf__cpu_backend) /* a stage's hidden state is sent from host memory */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pipeline_stages run CPU ranks only (ranks on the %s backend in pipeline "
+                        "stages are not implemented): set device PF_DEVICE_CPU, or tensor parallel across processes "
+                        "alone", backend->name);
     if (backend == &pf__cpu_backend) o.device_ids = NULL; /* CPU ranks have no device to pick */
     pf__group_destroy(m->group);
     m->group = NULL;

@@ -440,8 +440,9 @@ typedef struct pf_parallel_options {
                                 system grants lazily and a first long request that is killed. */
     int across_processes;    /* nonzero: one group over every process of MPI_COMM_WORLD (builds with
                                 PF_MPI: make MPI=1; others refuse it with PF_ERROR_UNSUPPORTED). Each
-                                process holds num_ranks CPU ranks, world ranks process x num_ranks
-                                on, and loads only their slices. SPMD: every process makes the same
+                                process holds num_ranks ranks (CPU ranks, or CUDA ranks each on a
+                                GPU of its own, joined by NCCL communicators over every process),
+                                world ranks process x num_ranks on, and loads only their slices. SPMD: every process makes the same
                                 calls with the same arguments (pf_parallelize, each request,
                                 pf_free) and gets the same results (or, with process_0_drives,
                                 process 0 alone makes the requests); the program calls
@@ -452,8 +453,8 @@ typedef struct pf_parallel_options {
                                 in the same order everywhere (not from several threads at once;
                                 with process_0_drives, process 0's threads call as in one process).
                                 pf_num_ranks and pf_get_memory_info count this process's ranks.
-                                CPU ranks only; pf_to_cpu is refused. See the README, "Across
-                                processes and hosts (MPI)". 0 (the default): this process's ranks
+                                pf_to_cpu is refused. See the README, "Across processes and hosts
+                                (MPI)" and "Across hosts". 0 (the default): this process's ranks
                                 alone. */
     pf_expert_split expert_split; /* mixtures of experts: whole experts per rank or every expert's
                                 columns (see pf_expert_split); the routing, attention and dense
@@ -469,8 +470,8 @@ typedef struct pf_parallel_options {
                                 run of the decoder's layers (and their KV caches) tensor-parallel
                                 over its processes' ranks; a step's hidden state goes from each
                                 stage's processes to the next's point to point, and the last stage's
-                                logits to every process. Decoders only; results the bits of one
-                                process with a stage's rank count. 0 or 1 (the default): one stage. */
+                                logits to every process. Decoders on CPU ranks only; results the
+                                bits of one process with a stage's rank count. 0 or 1 (the default): one stage. */
     int process_timeout_ms;  /* with across_processes: the longest a process waits for another inside
                                 a request (an all-reduce's partials, a stage's hidden state, a step
                                 sent to a follower; at a step's end and for its outputs, where the
@@ -486,7 +487,10 @@ typedef struct pf_parallel_options {
                                 limit. Under Open MPI a process that dies ends the job in about 2 s
                                 anyway (mpirun kills the others); this bounds the waits where the
                                 launcher does not (a stopped process, a host that drops off, a
-                                launcher told to keep the job: orte_enable_recovery). */
+                                launcher told to keep the job: orte_enable_recovery). CUDA ranks:
+                                it also bounds pf_parallelize's wait for every process's ranks to
+                                join the NCCL communicators, and a rank's wait on an NCCL
+                                collective. */
 } pf_parallel_options;
 
 pf_parallel_options pf_parallel_options_init(void); /* the defaults described above; any thread */

@@ -27,7 +27,7 @@
    --rate-limit requests a minute per address (6000; 0: none), beyond which it answers 429.
    README.md says what it does not defend against.
    Built with make MPI=1 and started by mpirun with several processes, the model's ranks span them
-   (--gpus N ranks in each, CPU ranks): process 0 serves, the others follow its requests
+   (--gpus N ranks in each; CPU ranks, or GPUs joined by NCCL with --device cuda): process 0 serves, the others follow its requests
    (pf_parallel_options.process_0_drives, pf_follow) and end when it stops (SIGINT / SIGTERM to
    process 0, whose pid it logs; a signal to mpirun reaches every process too, but Open MPI's
    mpirun kills them after a short grace, which a busy server may exceed):
@@ -143,7 +143,7 @@ static int serve(int argc, char **argv, int process, int processes) {
     if (processes > 1) { /* one group over every process, process 0 taking the requests */
         po.across_processes = 1;
         po.process_0_drives = 1;
-        if (po.device == PF_DEVICE_AUTO) po.device = PF_DEVICE_CPU; /* ranks across processes are CPU ranks */
+        if (po.device == PF_DEVICE_AUTO) po.device = PF_DEVICE_CPU; /* GPUs across processes when asked: --device cuda */
     }
     if (!r) r = pf_parallelize(s->model, ranks, &po);
     if (r) {

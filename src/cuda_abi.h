@@ -7,12 +7,13 @@
    - Every function is named pf_cuda_* and has C linkage. It takes plain C types and two opaque
      handles: pf_cuda_rank (one rank's device, stream and cuBLAS handle) and a communicator (one
      rank's NCCL communicator, passed as void *).
-   - Functions that can fail return an int status: PF_CUDA_OK, PF_CUDA_ERROR_DEVICE or
-     PF_CUDA_ERROR_OUT_OF_MEMORY. The message of the failure, "<call> failed: <error string>
+   - Functions that can fail return an int status: PF_CUDA_OK, PF_CUDA_ERROR_DEVICE,
+     PF_CUDA_ERROR_OUT_OF_MEMORY or (collectives) PF_CUDA_ERROR_REMOTE. The message of the failure, "<call> failed: <error string>
      (kernels.cu:<line>)", is in pf_cuda_rank_message(rank) until the next failure on that rank;
      functions without a rank write it to the (message, size) buffer they take.
-   - Everything but pf_cuda_device_count, pf_cuda_nccl_create and pf_cuda_nccl_destroy runs on the
-     rank's own thread, after pf_cuda_rank_create made its device current there.
+   - Everything but pf_cuda_device_count, pf_cuda_nccl_unique_id, pf_cuda_nccl_create,
+     pf_cuda_nccl_create_world and pf_cuda_nccl_destroy runs on the rank's own thread, after
+     pf_cuda_rank_create made its device current there.
    - Work is queued on the rank's stream; only upload (not upload_async), download, stream_sync
      and the setup calls wait for it. Activations are fp32; weights are fp32, fp16 or bf16
      (PF_CUDA_F32/F16/BF16); the KV cache is fp32 or the 16-bit weights' dtype (cache_dtype).
@@ -39,6 +40,9 @@ typedef struct pf_cuda_rank pf_cuda_rank;
 #define PF_CUDA_OK 0
 #define PF_CUDA_ERROR_DEVICE 1
 #define PF_CUDA_ERROR_OUT_OF_MEMORY 2
+/* A collective failed because a peer in another process did (NCCL's ncclRemoteError, an aborted
+   peer): this rank's failure is a consequence, not the cause. */
+#define PF_CUDA_ERROR_REMOTE 3
 
 /* Element types of weights, caches and the 16-bit copies of activations. */
 #define PF_CUDA_F32 0
@@ -197,6 +201,14 @@ int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, co
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
+/* Communicators across processes (bootstrapped over MPI by the C side): process 0 makes the id
+   (ncclGetUniqueId), every process receives it, and each makes its n ranks' communicators (device
+   devices[i], rank first_rank + i of world_size) together. The other processes' ranks must join
+   within timeout_ms (0 or less: no bound), and their all-reduces (pf_cuda_nccl_all_reduce) too. */
+#define PF_CUDA_NCCL_ID_BYTES 128
+int pf_cuda_nccl_unique_id(unsigned char *id, char *message, size_t size);
+int pf_cuda_nccl_create_world(int n, const int *devices, int world_size, int first_rank, const unsigned char *id,
+                              int timeout_ms, void **comms, char *message, size_t size);
 void pf_cuda_nccl_destroy(void *comm);
 void pf_cuda_nccl_abort(void *comm);
 int pf_cuda_nccl_async_error(void *comm, char *message, size_t size);

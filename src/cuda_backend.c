@@ -29,7 +29,13 @@
    Per group (g->backend_state, a pf__cuda_group_state): ranks on distinct GPUs all-reduce with
    NCCL (ncclCommInitAll in group_begin, on the caller's thread). Ranks sharing a GPU (device ids
    such as {0, 0}), which NCCL refuses, use a device-memory reduction through g->reduce_in and two
-   barriers instead (peer copies where some ranks are on other GPUs).
+   barriers instead (peer copies where some ranks are on other GPUs). Across processes
+   (across_processes, MPI builds) one NCCL communicator spans every process's ranks, world rank =
+   process x ranks per process + local rank, as the CPU ranks number them: process 0 makes its id,
+   MPI broadcasts it, and each process's ranks join it together (pf__cuda_world_comms); every rank
+   needs a GPU of its own there. The host side of a job is the CPU ranks' across processes (mpi.c:
+   each job's verdicts, the outputs broadcast from each rank's process); only the all-reduce is
+   NCCL's.
 
    Decode steps as CUDA graphs (pf__cuda_run_decoder_step): a step of one token a row has its
    launches up to the final norm captured into a graph once per pf__cuda_graph_key and replayed
@@ -46,7 +52,11 @@
    every rank then aborts its own communicator (ncclCommAbort, on its own thread) before it could
    wait on one: in download (a wait that watches the group's abort flag), in every later
    operation, in free and in rank_end. Later requests fail with a message asking for
-   pf_parallelize again, which builds new communicators. */
+   pf_parallelize again, which builds new communicators. Across processes the failing rank aborts
+   its own communicator at once, so that the other processes' ranks see NCCL's remote error (their
+   failure then counts as a consequence: the job's error is the failing process's), and a rank
+   waiting on its stream also ends its wait when another process sends a failed verdict (its rank 0
+   listens for it) or after process_timeout_ms (a process that stopped, which NCCL does not see). */
 
 /* ---- the C ABI of kernels.cu, declared once for both sides ---- */
 
@@ -151,12 +161,6 @@ static int pf__cuda_broken(pf__group *g) {
     return PF__LOAD_FLAG(gs->broken); /* every op asks: no lock */
 }
 
-static void pf__cuda_break(pf__group *g) {
-    pf__cuda_group_state *gs = (pf__cuda_group_state *)g->backend_state;
-    if (!gs || !gs->use_nccl) return;
-    PF__STORE_FLAG(gs->broken, 1);
-}
-
 /* On rank r's thread: ends whatever its communicator still waits for. */
 static void pf__cuda_abort_own_comm(pf__rank *r) {
     pf__cuda_group_state *gs = (pf__cuda_group_state *)r->group->backend_state;
@@ -165,12 +169,29 @@ static void pf__cuda_abort_own_comm(pf__rank *r) {
     gs->comm_gone[r->index] = 1;
 }
 
-/* 1 when a kernels.cu call succeeded; else records its failure on the rank and returns 0. */
+/* Rank r (on its thread) failed: the group's communicators may hold operations that never finish.
+   It aborts its own at once, so that NCCL ranks in other processes see a remote error instead of
+   waiting for it; this process's other ranks abort theirs before they next wait on one. */
+static void pf__cuda_break(pf__rank *r) {
+    pf__cuda_group_state *gs = (pf__cuda_group_state *)r->group->backend_state;
+    if (!gs || !gs->use_nccl) return;
+    PF__STORE_FLAG(gs->broken, 1);
+    pf__cuda_abort_own_comm(r);
+}
+
+/* 1 when a kernels.cu call succeeded; else records its failure on the rank and returns 0. Not
+   when another rank of the process failed first (its abort may be what ended this call, a
+   collective): that rank reports the job's error, as a rank a barrier released does. A collective
+   that failed because another process's rank did makes this process's failure a consequence (the
+   job's error is that process's). */
 static int pf__cuda_ok(pf__rank *r, int status) {
     if (status == PF_CUDA_OK) return 1;
     pf__cuda_rank_state *rs = (pf__cuda_rank_state *)r->backend_state;
-    pf__rank_fail(r, pf__cuda_result(status), "GPU %d: %s", r->device, pf_cuda_rank_message(rs->cu));
-    pf__cuda_break(r->group);
+    if (!pf__rank_failed(r)) {
+        if (status == PF_CUDA_ERROR_REMOTE) pf__mpi_note_peer_failed(r->group);
+        pf__rank_fail(r, pf__cuda_result(status), "GPU %d: %s", r->device, pf_cuda_rank_message(rs->cu));
+    }
+    pf__cuda_break(r);
     return 0;
 }
 
@@ -190,10 +211,11 @@ static pf__cuda_rank_state *pf__cuda_begin(pf__rank *r, int need_scratch) {
         pf__rank_fail(r, rs->init_error, "GPU %d: %s", r->device, rs->init_message);
         return NULL;
     }
-    if (pf__cuda_broken(r->group)) {
+    if (pf__cuda_broken(r->group)) { /* in this job the failing rank reports it; later jobs fail so */
         pf__cuda_abort_own_comm(r);
-        pf__rank_fail(r, PF_ERROR_DEVICE,
-                      "the NCCL communicators were aborted after a rank failed; call pf_parallelize again");
+        if (!pf__rank_failed(r))
+            pf__rank_fail(r, PF_ERROR_DEVICE,
+                          "the NCCL communicators were aborted after a rank failed; call pf_parallelize again");
         return NULL;
     }
     if (need_scratch && !rs->scratch_done && pf__cuda_alloc_scratch(r, rs)) return NULL;
@@ -294,22 +316,42 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
    collectives would never finish) or NCCL reports an asynchronous error, aborting this rank's
    communicator. */
 static int pf__cuda_wait(pf__rank *r, pf__cuda_rank_state *rs) {
-    pf__cuda_group_state *gs = (pf__cuda_group_state *)r->group->backend_state;
+    pf__group *g = r->group;
+    pf__cuda_group_state *gs = (pf__cuda_group_state *)g->backend_state;
     if (!gs->use_nccl) return pf__cuda_ok(r, pf_cuda_stream_sync(rs->cu)) ? 0 : -1;
+    double limit_s = pf__mpi_job_timeout_s(g); /* across processes, in a bounded job */
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     for (unsigned spins = 0;; spins++) {
         int done = 0;
         if (!pf__cuda_ok(r, pf_cuda_stream_query(rs->cu, &done))) return -1;
         if (done) return 0;
         char message[256];
-        if (spins % 256 == 255 && pf_cuda_nccl_async_error(gs->comms[r->index], message, sizeof message)) {
-            pf__rank_fail(r, PF_ERROR_DEVICE, "rank %d: %s", r->index, message);
-            pf__cuda_break(r->group);
-            pf__cuda_abort_own_comm(r);
+        int status = spins % 256 == 255 ? pf_cuda_nccl_async_error(gs->comms[r->index], message, sizeof message) : 0;
+        if (status) {
+            if (status == PF_CUDA_ERROR_REMOTE) pf__mpi_note_peer_failed(g);
+            pf__rank_fail(r, PF_ERROR_DEVICE, "rank %d: %s", r->world, message);
+            pf__cuda_break(r);
             return -1;
         }
+        /* across processes NCCL does not see every loss (a stopped process, a host off the network):
+           the leader also takes another process's failed END, and the wait is bounded */
+        if (g->mpi && spins % 256 == 255) {
+            if (r->index == 0 && pf__mpi_peer_failed(r)) {
+                pf__cuda_break(r);
+                return -1;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (limit_s > 0 && (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9 > limit_s) {
+                pf__rank_fail(r, PF_ERROR_DEVICE, "rank %d: an NCCL collective waited %g s for other processes' ranks: "
+                              "a process died, stopped or lost its host (pf_parallel_options.process_timeout_ms)",
+                              r->world, limit_s);
+                pf__cuda_break(r);
+                return -1;
+            }
+        }
         if (pf__rank_failed(r)) { /* not this rank's error: the failing rank reports it */
-            pf__cuda_break(r->group);
-            pf__cuda_abort_own_comm(r);
+            pf__cuda_break(r);
             return -1;
         }
         if (spins >= 1000) sched_yield();
@@ -322,13 +364,14 @@ static int pf__cuda_wait(pf__rank *r, pf__cuda_rank_state *rs) {
    one, rank i goes to GPU i modulo their count). pf_parallelize keeps num_device_ids. */
 static int pf__cuda_device_ids_given(const pf__group *g) { return g->options.num_device_ids > 0; }
 
-static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) {
+/* This process's device ordinals for its ranks; across processes (g->mpi) every rank needs a GPU of
+   its own (NCCL refuses two ranks on one). *distinct: no two ranks share one. */
+static pf_result pf__cuda_place_ranks(pf__group *g, int *distinct, int *mixed, char *message, size_t size) {
     int count = 0;
     const char *reason = NULL;
     if (pf_cuda_device_count(&count, &reason) != PF_CUDA_OK || count < 1)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "no CUDA device: %s",
-                          reason ? reason : "none is visible");
-    int n = g->num_ranks, distinct = 1, mixed = 0;
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "no CUDA device: %s", reason ? reason : "none is visible");
+    int n = g->num_ranks;
     for (int i = 0; i < n; i++) {
         pf__rank *r = &g->ranks[i];
         if (!pf__cuda_device_ids_given(g)) r->device = i % count;
@@ -337,26 +380,72 @@ static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) 
                               "device id %d (rank %d) is not a CUDA device: %d visible (ids 0..%d)", r->device, i,
                               count, count - 1);
     }
+    *distinct = 1, *mixed = 0;
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
-            if (g->ranks[i].device == g->ranks[j].device) distinct = 0;
-            else mixed = 1;
+            if (g->ranks[i].device == g->ranks[j].device) *distinct = 0;
+            else *mixed = 1;
         }
+    if (g->mpi && !*distinct)
+        return pf__format(message, size, PF_ERROR_INVALID_ARGUMENT,
+                          "across_processes: process %d's %d ranks share GPUs (%d visible): NCCL, which joins the "
+                          "processes, needs a GPU for each rank", pf__mpi_process(g), n, count);
+    return PF_OK;
+}
+
+/* Across processes: one NCCL communicator over every process's ranks (world rank = process x
+   ranks per process + local rank), its id made by process 0 and broadcast with MPI. Every process
+   makes the same MPI calls whatever fails (its verdict travels with them), so none waits for
+   another that gave up; a process that never joins fails the others after process_timeout_ms. */
+static pf_result pf__cuda_world_comms(pf__group *g, const int *devices, void **comms, char *message, size_t size) {
+    unsigned char id[PF_CUDA_NCCL_ID_BYTES + 1]; /* the id, then whether process 0 made it */
+    memset(id, 0, sizeof id);
+    pf_result res = PF_OK;
+    if (pf__mpi_process(g) == 0) {
+        int status = pf_cuda_nccl_unique_id(id, message, size);
+        if (status) res = pf__cuda_result(status);
+        id[PF_CUDA_NCCL_ID_BYTES] = res == PF_OK;
+    }
+    pf_result shared = pf__mpi_share_setup(g, id, sizeof id, message, size);
+    if (res || shared) return res ? res : shared;
+    if (!id[PF_CUDA_NCCL_ID_BYTES])
+        return pf__format(message, size, PF_ERROR_DEVICE, "across_processes: process 0 could not make the NCCL id");
+    int status = pf_cuda_nccl_create_world(g->num_ranks, devices, g->world_ranks, g->first_rank, id,
+                                           pf__mpi_timeout_ms(g), comms, message, size);
+    res = status ? pf__cuda_result(status) : PF_OK;
+    int all = pf__mpi_agree(g, res == PF_OK);
+    if (res) return res;
+    if (all) return PF_OK;
+    for (int i = 0; i < g->num_ranks; i++) pf_cuda_nccl_abort(comms[i]);
+    return pf__format(message, size, PF_ERROR_DEVICE, "across_processes: another process could not make its NCCL "
+                      "communicators");
+}
+
+static pf_result pf__cuda_group_begin(pf__group *g, char *message, size_t size) {
+    int n = g->num_ranks, distinct = 1, mixed = 0;
+    pf_result res = pf__cuda_place_ranks(g, &distinct, &mixed, message, size);
+    if (g->mpi) { /* every process learns whether all could place theirs (group_abandon agrees once more) */
+        int all = pf__mpi_agree(g, res == PF_OK);
+        if (!res && !all)
+            res = pf__format(message, size, PF_ERROR_DEVICE, "across_processes: another process could not place its "
+                             "ranks on GPUs");
+    }
+    if (res) return res;
     pf__cuda_group_state *gs = (pf__cuda_group_state *)calloc(1, sizeof *gs);
     if (!gs) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
-    gs->use_nccl = n > 1 && distinct;
+    gs->use_nccl = g->world_ranks > 1 && distinct;
     gs->mixed = !gs->use_nccl && mixed;
     if (gs->use_nccl) {
         int *devices = (int *)calloc((size_t)n, sizeof *devices);
         gs->comms = (void **)calloc((size_t)n, sizeof *gs->comms);
         gs->comm_gone = (int *)calloc((size_t)n, sizeof *gs->comm_gone);
-        pf_result res = PF_OK;
         if (!devices || !gs->comms || !gs->comm_gone) {
             res = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         } else {
             for (int i = 0; i < n; i++) devices[i] = g->ranks[i].device;
-            int status = pf_cuda_nccl_create(n, devices, gs->comms, message, size);
-            if (status) res = pf__cuda_result(status);
+            int status = g->mpi ? 0 : pf_cuda_nccl_create(n, devices, gs->comms, message, size);
+            if (g->mpi) res = pf__cuda_world_comms(g, devices, gs->comms, message, size);
+            else if (status) res = pf__cuda_result(status);
         }
         free(devices);
         if (res) {
@@ -460,7 +549,7 @@ static void pf__cuda_argmax(pf__rank *r, pf__choice *best, const float *logits, 
     if (!rs) return;
     if (!rs->choice_host || rows > r->group->logit_rows) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for the arg-max of %zu rows", r->device, rows);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     int32_t *ids = (int32_t *)(void *)(rs->choice + rows); /* int32 words after the values */
@@ -481,7 +570,7 @@ static void pf__cuda_top_k(pf__rank *r, pf__choice *best, size_t stride, const f
     if (!rs) return;
     if (!rs->choice_host || rows > r->group->logit_rows || count > PF_CUDA_TOP_K_MAX) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for %zu top-k candidates of %zu rows", r->device, count, rows);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     int32_t *ids = (int32_t *)(void *)(rs->choice + rows * count); /* int32 words after the values */
@@ -507,7 +596,7 @@ static void pf__cuda_copy(pf__rank *r, void *dst, const void *src, size_t bytes)
 static int pf__cuda_copy_while_capturing(pf__rank *r, const pf__cuda_rank_state *rs) {
     if (!rs->capturing) return 0;
     pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: a host copy inside a captured decode step (a library bug)", r->device);
-    pf__cuda_break(r->group);
+    pf__cuda_break(r);
     return 1;
 }
 
@@ -521,7 +610,7 @@ static int pf__cuda_stage_ints(pf__rank *r, pf__cuda_rank_state *rs, int *device
                                const int *values, int n) {
     if (n < 0 || n > 2 * r->group->max_batch || !device || !host) { /* a reorder stages 2 per row */
         pf__rank_fail(r, PF_ERROR_DEVICE, "%d rows for a group of max_batch %d", n, r->group->max_batch);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return -1;
     }
     if (*count == n && !memcmp(host, values, (size_t)n * sizeof(int))) return 0;
@@ -542,7 +631,7 @@ static const int *pf__cuda_pads(pf__rank *r, pf__cuda_rank_state *rs, const pf__
     for (int b = 0; b < s->batch; b++) {
         if (s->pad[b] < 0) {
             pf__rank_fail(r, PF_ERROR_DEVICE, "sequence %d has %d left pads", b, s->pad[b]);
-            pf__cuda_break(r->group);
+            pf__cuda_break(r);
             return NULL;
         }
         any |= s->pad[b] > 0;
@@ -562,7 +651,7 @@ static const int *pf__cuda_cache_rows(pf__rank *r, pf__cuda_rank_state *rs, cons
     for (int b = 0; b < s->batch; b++)
         if (s->cache_rows[b] < 0 || s->cache_rows[b] >= r->group->max_batch) {
             pf__rank_fail(r, PF_ERROR_DEVICE, "sequence %d in cache row %d of %d", b, s->cache_rows[b], r->group->max_batch);
-            pf__cuda_break(r->group);
+            pf__cuda_break(r);
             return NULL;
         }
     if (pf__cuda_stage_ints(r, rs, rs->cache_rows, rs->cache_rows_host, &rs->cache_rows_count, s->cache_rows, s->batch))
@@ -601,7 +690,7 @@ static void pf__cuda_add_positions(pf__rank *r, float *x, const pf__weight *tabl
     if (first < 0 || (unsigned long long)last >= table->rows) {
         pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "positions %lld..%lld are beyond the position table's %zu rows",
                       first, last, table->rows);
-        pf__cuda_break(r->group); /* NCCL peers must not wait for this rank */
+        pf__cuda_break(r); /* NCCL peers must not wait for this rank */
         return;
     }
     /* a replay of this launch is checked against the table before it runs (pf__cuda_graph_check):
@@ -658,9 +747,9 @@ static void pf__cuda_add_residual_norm(pf__rank *r, float *x, const float *y, co
 static void pf__cuda_matmul(pf__rank *r, float *out, const float *x, const pf__weight *w, const pf__weight *bias,
                             size_t rows) {
 #ifdef PF_TESTING
-    if (r->index == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
+    if (r->world == pf_testing_fail_rank && --pf_testing_fail_countdown == 0) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "injected failure (test)");
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
 #endif
@@ -830,7 +919,7 @@ static int pf__cuda_stage_step_ints(pf__rank *r, pf__cuda_rank_state *rs, const 
     rs->ids_from = NULL;
     if (!rs->step_ints) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "GPU %d: no buffer for the step's arguments", r->device);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return -1;
     }
     rs->step_ints_host[0] = s->past;
@@ -860,7 +949,7 @@ static void pf__cuda_prepare(pf__rank *r, const pf__step *s) {
         rs->type_ids_from = types;
     if (s->global_tokens && (!rs->global_tokens || tokens > r->group->max_tokens)) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "global attention without its device buffer");
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     if (s->global_tokens) /* an encoder's request: no graph captures it */
@@ -941,7 +1030,7 @@ static void pf__cuda_rotary(pf__rank *r, float *qkv, const pf__step *s, const pf
     if ((!half && !bias) || !s->batch || !s->seq_len) return;
     if (half && (!s->inv_freq || !rs->inv_freq || (size_t)a->rotary_dim != (size_t)r->group->model->config.rotary_dim)) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "rotary positions without their frequencies (rotary_dim %d)", a->rotary_dim);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     if (half && pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return;
@@ -1002,7 +1091,7 @@ static pf__cuda_rank_state *pf__cuda_latent_begin(pf__rank *r, const pf__step *s
     if (!rs || !s->batch || !s->seq_len) return NULL;
     if (!s->inv_freq || !rs->inv_freq) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "latent attention without its rotary frequencies");
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return NULL;
     }
     if (pf__cuda_stage_inv_freq(r, rs, s, pf__rope_floats(&r->group->model->config))) return NULL;
@@ -1059,7 +1148,7 @@ static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, cons
     for (int k = 0; k < count; k++) {
         if (src[k] < 0 || src[k] >= g->max_batch || dst[k] < 0 || dst[k] >= g->max_batch) {
             pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder: row %d from row %d of %d", dst[k], src[k], g->max_batch);
-            pf__cuda_break(r->group);
+            pf__cuda_break(r);
             return;
         }
     }
@@ -1068,13 +1157,13 @@ static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, cons
     if (count > g->max_batch || used_bytes > row_bytes || (size_t)count * used_bytes > room || !rs->reorder_tmp) {
         pf__rank_fail(r, PF_ERROR_DEVICE, "beam reorder of %d rows of %zu bytes does not fit its buffer", count,
                       used_bytes);
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     int *moves = (int *)malloc(2 * (size_t)count * sizeof(int)); /* dst then src, staged as one array */
     if (!moves) {
         pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-        pf__cuda_break(r->group);
+        pf__cuda_break(r);
         return;
     }
     memcpy(moves, dst, (size_t)count * sizeof(int));
@@ -1092,7 +1181,7 @@ static void pf__cuda_reorder_rows(pf__rank *r, void *cache, const int *dst, cons
    each barrier: the barrier orders host threads, not GPU work. */
 static void pf__cuda_all_reduce(pf__rank *r, float *x, size_t count) {
     pf__group *g = r->group;
-    if (g->num_ranks == 1) return;
+    if (g->world_ranks == 1) return;
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs) return;
     pf__cuda_group_state *gs = (pf__cuda_group_state *)g->backend_state;
@@ -1216,7 +1305,7 @@ static int pf__cuda_graph_check(pf__rank *r, const pf__cuda_graph *graph, const 
     } else {
         return 0;
     }
-    pf__cuda_break(r->group); /* NCCL peers must not wait for this rank */
+    pf__cuda_break(r); /* NCCL peers must not wait for this rank */
     return -1;
 }
 

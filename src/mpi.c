@@ -657,6 +657,61 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
     return PF_OK;
 }
 
+/* ---- for backends whose collectives cross processes on their own (CUDA ranks over NCCL) ---- */
+
+PF_PRIVATE int pf__mpi_process(const pf__group *g) { return g->mpi ? g->mpi->process : 0; }
+
+/* process_timeout_ms as it applies (0: no bound). */
+PF_PRIVATE int pf__mpi_timeout_ms(const pf__group *g) {
+    return g->mpi && g->mpi->timeout_s > 0 ? (int)(g->mpi->timeout_s * 1000.0 + 0.5) : 0;
+}
+
+/* The longest a rank may wait on other processes' ranks in this job (0: no bound, as in the setup). */
+PF_PRIVATE double pf__mpi_job_timeout_s(const pf__group *g) {
+    return g->mpi && g->mpi->bounded ? g->mpi->timeout_s : 0;
+}
+
+/* Setup, on the caller's thread (every process alike): process 0's `bytes` at data become every
+   process's. */
+PF_PRIVATE pf_result pf__mpi_share_setup(pf__group *g, void *data, size_t bytes, char *error, size_t error_size) {
+    if (bytes > INT_MAX) return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "MPI: %zu bytes exceed one message", bytes);
+    return pf__mpi_failed(MPI_Bcast(data, (int)bytes, MPI_BYTE, 0, g->mpi->comm), error, error_size, "MPI_Bcast")
+               ? PF_ERROR_DEVICE
+               : PF_OK;
+}
+
+/* A collective across processes failed because another process's did (NCCL's remote error): this
+   process's verdict is then not the job's cause. Any rank thread. */
+PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g) {
+    if (g->mpi) g->mpi->peer_failed = 1;
+}
+
+/* On the leader (the process's rank 0), while its device waits on a collective across processes
+   that the MPI side does not see (NCCL): whether another process ended the job with a failure (its
+   END; the leader then fails with its verdict) or gave one up (a LOST notice), without waiting. An
+   END of a process that succeeded is kept for the job's end. */
+PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader) {
+    struct pf__mpi *p = leader->group->mpi;
+    for (int q = 0; p && q < p->processes && p->lost < 0; q++) {
+        int found = 0;
+        MPI_Status probed;
+        if (q == p->process) continue;
+        if (MPI_Iprobe(q, PF__TAG_LOST, p->comm, &found, &probed) == MPI_SUCCESS && found) {
+            pf__mpi_receive_lost(p, &probed);
+            break;
+        }
+        if (p->ended[q] || MPI_Iprobe(q, PF__TAG_END, p->comm, &found, &probed) != MPI_SUCCESS || !found) continue;
+        if (pf__mpi_receive_end(p, q) != MPI_SUCCESS || p->lost >= 0) break;
+        if (p->verdicts[q].code) {
+            pf__mpi_fail_from(leader, p, q, "in a collective");
+            return 1;
+        }
+    }
+    if (!p || p->lost < 0) return 0;
+    pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
+    return 1;
+}
+
 /* Process 0 of a driven group: the job, sent to every follower before its ranks start it. */
 static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
     struct pf__mpi *p = g->mpi;
@@ -892,6 +947,27 @@ PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) 
     (void)x, (void)count;
     pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
 }
+PF_PRIVATE int pf__mpi_process(const pf__group *g) {
+    (void)g;
+    return 0;
+}
+PF_PRIVATE int pf__mpi_timeout_ms(const pf__group *g) {
+    (void)g;
+    return 0;
+}
+PF_PRIVATE double pf__mpi_job_timeout_s(const pf__group *g) {
+    (void)g;
+    return 0;
+}
+PF_PRIVATE pf_result pf__mpi_share_setup(pf__group *g, void *data, size_t bytes, char *error, size_t error_size) {
+    (void)g, (void)data, (void)bytes;
+    return pf__format(error, error_size, PF_ERROR_UNSUPPORTED, "this build has no MPI");
+}
+PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader) {
+    (void)leader;
+    return 0;
+}
+PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g) { (void)g; }
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size) {
     (void)groups, (void)n, (void)ended, (void)job;

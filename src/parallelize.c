@@ -91,9 +91,10 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (o.pipeline_stages > c->num_layers)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d exceeds the model's %d layers", o.pipeline_stages,
                         c->num_layers);
-    if (o.across_processes && backend != &pf__cpu_backend)
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "across_processes runs CPU ranks only (ranks on the %s backend across "
-                        "processes are not implemented): set device PF_DEVICE_CPU", backend->name);
+    if (o.pipeline_stages > 1 && backend != &pf__cpu_backend) /* a stage's hidden state is sent from host memory */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pipeline_stages run CPU ranks only (ranks on the %s backend in pipeline "
+                        "stages are not implemented): set device PF_DEVICE_CPU, or tensor parallel across processes "
+                        "alone", backend->name);
     if (backend == &pf__cpu_backend) o.device_ids = NULL; /* CPU ranks have no device to pick */
     pf__group_destroy(m->group);
     m->group = NULL;

@@ -12,7 +12,10 @@
    Device memory is malloc'd, NaN-filled and registered: every pointer a kernel would dereference
    must lie, with the whole range it touches, inside a live registered allocation (else abort),
    so host pointers handed to "kernels" and overruns are caught even where ASan would not.
-   MOCK_GPUS sets the device count (default 1). The definitions are compiled against
+   MOCK_GPUS sets the device count (default 1). Built with MOCK_MPI (make test-mpi's stand-in
+   build, with mpicc) its NCCL communicators also span processes (pf_cuda_nccl_create_world): each
+   process's all-reduce takes the other processes' buffers over MPI and sums the world's in world
+   rank order, the bits of the same world in one process. The definitions are compiled against
    src/cuda_abi.h, the ABI's one declaration, which the C side and kernels.cu use too. */
 #include "../src/cuda_abi.h"
 
@@ -22,6 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef MOCK_MPI
+#include <mpi.h>
+#include <time.h>
+#endif
 
 struct mock_tape;
 struct pf_cuda_rank {
@@ -1568,27 +1575,207 @@ static int reorder_rows_live(pf_cuda_rank *st, void *cache_, void *scratch_, con
     return 0;
 }
 
-/* ---- NCCL stand-in: n ranks on distinct "GPUs" ---- */
+/* ---- NCCL stand-in: n ranks on distinct "GPUs"; with MOCK_MPI, across processes ---- */
 
-typedef struct mock_shared { int n; pthread_barrier_t bar; float *bufs[64]; int refs; pthread_mutex_t mu; } mock_shared;
+/* One communicator's ranks in this process: n of them, world ranks first..first + n - 1 of world
+   (one process: 0..n - 1 of n). They meet in barriers that an abort breaks (as ncclCommAbort ends
+   what waits on a communicator), and every rank sums the world's buffers in world rank order from
+   rank 0, the order one process's ranks sum in: a world across processes gives the bits of the same
+   world in one. Across processes (MOCK_MPI, pf_cuda_nccl_create_world), local rank 0 sends this
+   process's buffers to every other process and receives theirs (MPI point to point on the
+   stand-in's own communicator, under this communicator's tag), waiting at most timeout_s for them
+   and watching for another process's abort notice (what NCCL reports as ncclRemoteError). An
+   aborted communicator sends that notice to every other process. */
+typedef struct mock_shared {
+    int n, world, first, processes;
+    int tag;                  /* MOCK_MPI: tag for the buffers, tag + 1 for abort notices */
+    double timeout_s;         /* 0: no bound */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int arrived, aborted, notified;
+    unsigned long generation; /* of the barrier */
+    float *bufs[64];          /* this process's ranks' buffers */
+    float *gathered;          /* [world][count]: the other processes' ranks' buffers */
+    size_t gathered_floats;
+    int status;               /* the exchange's outcome, for every local rank */
+    char message[256];
+    int refs;
+} mock_shared;
 typedef struct mock_comm { mock_shared *sh; int rank; } mock_comm;
-int pf_cuda_nccl_create(int n, const int *d, void **comms, char *message, size_t size) {
-    (void)d;
-    (void)message;
-    (void)size;
+
+static mock_shared *mock_shared_new(int n, int world, int first, int processes, double timeout_s, void **comms) {
     mock_shared *sh = calloc(1, sizeof *sh);
-    sh->n = n;
+    sh->n = n, sh->world = world, sh->first = first, sh->processes = processes, sh->timeout_s = timeout_s;
     sh->refs = n;
-    pthread_barrier_init(&sh->bar, NULL, (unsigned)n);
     pthread_mutex_init(&sh->mu, NULL);
+    pthread_cond_init(&sh->cv, NULL);
     for (int i = 0; i < n; i++) {
         mock_comm *c = calloc(1, sizeof *c);
         c->sh = sh;
         c->rank = i;
         comms[i] = c;
     }
+    return sh;
+}
+
+int pf_cuda_nccl_create(int n, const int *d, void **comms, char *message, size_t size) {
+    (void)d, (void)message, (void)size;
+    mock_shared_new(n, n, 0, 1, 0, comms);
     return 0;
 }
+
+/* Waits for this process's ranks; -1 once the communicator is aborted. */
+static int mock_barrier(mock_shared *sh) {
+    pthread_mutex_lock(&sh->mu);
+    unsigned long generation = sh->generation;
+    if (!sh->aborted && ++sh->arrived == sh->n) {
+        sh->arrived = 0;
+        sh->generation++;
+        pthread_cond_broadcast(&sh->cv);
+    } else {
+        while (!sh->aborted && generation == sh->generation) pthread_cond_wait(&sh->cv, &sh->mu);
+    }
+    int aborted = sh->aborted;
+    pthread_mutex_unlock(&sh->mu);
+    return aborted ? -1 : 0;
+}
+
+#ifdef MOCK_MPI
+static MPI_Comm mock_mpi_comm = MPI_COMM_NULL; /* the stand-in's messages alone */
+static int mock_ids;                           /* ids made (process 0's count) */
+
+/* The id names the communicator's tag: messages of an aborted one never meet a later one's. */
+int pf_cuda_nccl_unique_id(unsigned char *id, char *message, size_t size) {
+    (void)message, (void)size;
+    memset(id, 0, PF_CUDA_NCCL_ID_BYTES);
+    int next = ++mock_ids;
+    memcpy(id, &next, sizeof next);
+    return 0;
+}
+
+int pf_cuda_nccl_create_world(int n, const int *d, int world, int first, const unsigned char *id, int timeout_ms,
+                              void **comms, char *message, size_t size) {
+    (void)d;
+    int level = 0, processes = 0, generation = 0;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE) { /* its ranks' threads send and receive at once */
+        snprintf(message, size, "pf_cuda_nccl_create_world failed: the stand-in's NCCL over MPI needs "
+                 "MPI_THREAD_MULTIPLE (mock)");
+        return 1;
+    }
+    if (mock_mpi_comm == MPI_COMM_NULL) { /* every process, at the same point: SPMD setup */
+        MPI_Comm_dup(MPI_COMM_WORLD, &mock_mpi_comm);
+        MPI_Comm_set_errhandler(mock_mpi_comm, MPI_ERRORS_RETURN); /* a lost peer is an error, not an abort */
+    }
+    MPI_Comm_size(mock_mpi_comm, &processes);
+    if (world != processes * n || first % n) {
+        snprintf(message, size, "pf_cuda_nccl_create_world failed: world %d, first rank %d for %d processes of %d "
+                 "ranks (mock)", world, first, processes, n);
+        return 1;
+    }
+    memcpy(&generation, id, sizeof generation);
+    mock_shared *sh = mock_shared_new(n, world, first, processes, timeout_ms > 0 ? timeout_ms / 1000.0 : 0, comms);
+    sh->tag = 2 + 2 * (generation % 16000);
+    return 0;
+}
+
+static double mock_seconds_since(const struct timespec *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) * 1e-9;
+}
+
+/* Local rank 0: this process's buffers to every other process, theirs into sh->gathered. 0, or a
+   status with sh->message. */
+static int mock_exchange(mock_shared *sh, size_t count) {
+    size_t need = (size_t)sh->world * count;
+    if (need > sh->gathered_floats) {
+        free(sh->gathered);
+        sh->gathered = malloc(need * sizeof(float));
+        sh->gathered_floats = need;
+    }
+    int L = sh->n, me = sh->first / L, k = 0, status = 0;
+    MPI_Request *requests = malloc(2 * (size_t)sh->world * sizeof *requests);
+    int *peer = malloc(2 * (size_t)sh->world * sizeof *peer);
+    for (int q = 0; q < sh->processes; q++)
+        for (int i = 0; q != me && i < L; i++) {
+            peer[k] = q;
+            MPI_Isend(sh->bufs[i], (int)count, MPI_FLOAT, q, sh->tag, mock_mpi_comm, &requests[k++]);
+            peer[k] = q;
+            MPI_Irecv(sh->gathered + (size_t)(q * L + i) * count, (int)count, MPI_FLOAT, q, sh->tag, mock_mpi_comm,
+                      &requests[k++]);
+        }
+    struct timespec start, nap = {0, 20000};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (long spins = 0;; spins++) {
+        int done = 0, noticed = 0;
+        MPI_Status probed;
+        if (MPI_Testall(k, requests, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+            snprintf(sh->message, sizeof sh->message, "pf_cuda_nccl_all_reduce failed: MPI failed (mock)");
+            status = 1;
+            break;
+        }
+        if (done) break;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, sh->tag + 1, mock_mpi_comm, &noticed, &probed) == MPI_SUCCESS && noticed) {
+            snprintf(sh->message, sizeof sh->message, "pf_cuda_nccl_all_reduce failed: remote process %d aborted its "
+                     "communicator (mock of ncclRemoteError)", probed.MPI_SOURCE);
+            status = PF_CUDA_ERROR_REMOTE;
+            break;
+        }
+        if (spins < 1000) continue;
+        nanosleep(&nap, NULL);
+        if (sh->timeout_s > 0 && mock_seconds_since(&start) > sh->timeout_s) {
+            int late = -1;
+            for (int i = 0; i < k && late < 0; i++) {
+                int complete = 1;
+                if (requests[i] != MPI_REQUEST_NULL) MPI_Request_get_status(requests[i], &complete, MPI_STATUS_IGNORE);
+                if (!complete) late = peer[i];
+            }
+            snprintf(sh->message, sizeof sh->message, "pf_cuda_nccl_all_reduce failed: process %d did not answer "
+                     "within %g s (mock NCCL over MPI)", late, sh->timeout_s);
+            status = 1;
+            break;
+        }
+    }
+    for (int i = 0; status && i < k; i++)
+        if (requests[i] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&requests[i]);
+            MPI_Request_free(&requests[i]);
+        }
+    free(requests);
+    free(peer);
+    return status;
+}
+
+/* An aborted communicator's notice to every other process (once). */
+static void mock_notify_abort(mock_shared *sh) {
+    static const int notice = 1;
+    int me = sh->first / sh->n;
+    for (int q = 0; q < sh->processes; q++) {
+        MPI_Request sent;
+        if (q != me && MPI_Isend(&notice, 1, MPI_INT, q, sh->tag + 1, mock_mpi_comm, &sent) == MPI_SUCCESS)
+            MPI_Request_free(&sent);
+    }
+}
+#else
+int pf_cuda_nccl_unique_id(unsigned char *id, char *message, size_t size) {
+    (void)message, (void)size;
+    memset(id, 0, PF_CUDA_NCCL_ID_BYTES);
+    return 0;
+}
+int pf_cuda_nccl_create_world(int n, const int *d, int world, int first, const unsigned char *id, int timeout_ms,
+                              void **comms, char *message, size_t size) {
+    (void)n, (void)d, (void)world, (void)first, (void)id, (void)timeout_ms, (void)comms;
+    snprintf(message, size, "pf_cuda_nccl_create_world failed: the stand-in was built without MOCK_MPI (mock)");
+    return 1;
+}
+static int mock_exchange(mock_shared *sh, size_t count) {
+    (void)sh, (void)count;
+    return 1;
+}
+static void mock_notify_abort(mock_shared *sh) { (void)sh; }
+#endif
+
 static void drop(void *p) {
     mock_comm *c = p;
     if (!c) return;
@@ -1596,34 +1783,59 @@ static void drop(void *p) {
     int last = --c->sh->refs == 0;
     pthread_mutex_unlock(&c->sh->mu);
     if (last) {
-        pthread_barrier_destroy(&c->sh->bar);
+        pthread_cond_destroy(&c->sh->cv);
         pthread_mutex_destroy(&c->sh->mu);
+        free(c->sh->gathered);
         free(c->sh);
     }
     free(c);
 }
 void pf_cuda_nccl_destroy(void *c) { drop(c); }
-void pf_cuda_nccl_abort(void *c) { drop(c); }
+void pf_cuda_nccl_abort(void *cv) {
+    mock_comm *c = cv;
+    if (!c) return;
+    mock_shared *sh = c->sh;
+    pthread_mutex_lock(&sh->mu);
+    int notify = sh->processes > 1 && !sh->notified;
+    sh->aborted = sh->notified = 1;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+    if (notify) mock_notify_abort(sh);
+    drop(c);
+}
 int pf_cuda_nccl_async_error(void *c, char *message, size_t size) {
     (void)c, (void)message, (void)size;
     return 0;
 }
+static int mock_aborted(pf_cuda_rank *st) {
+    snprintf(st->message, sizeof st->message, "pf_cuda_nccl_all_reduce failed: the communicator was aborted (mock)");
+    return 1;
+}
 static int nccl_all_reduce_live(pf_cuda_rank *st, void *cv, float *x, size_t n) {
-    (void)st;
     NEED(x, n * 4);
     mock_comm *c = cv;
     mock_shared *sh = c->sh;
     sh->bufs[c->rank] = x;
-    pthread_barrier_wait(&sh->bar);
+    if (mock_barrier(sh)) return mock_aborted(st);
+    if (sh->processes > 1 && c->rank == 0) sh->status = mock_exchange(sh, n);
+    if (mock_barrier(sh)) return mock_aborted(st);
+    if (sh->status) {
+        snprintf(st->message, sizeof st->message, "%s", sh->message);
+        return sh->status;
+    }
     float *t = malloc(n * 4);
     for (size_t i = 0; i < n; i++) {
         float s = 0;
-        for (int k = 0; k < sh->n; k++) s += sh->bufs[k][i];
+        for (int k = 0; k < sh->world; k++) /* world rank order, as one process's ranks */
+            s += k >= sh->first && k < sh->first + sh->n ? sh->bufs[k - sh->first][i] : sh->gathered[(size_t)k * n + i];
         t[i] = s;
     }
-    pthread_barrier_wait(&sh->bar);
+    if (mock_barrier(sh)) {
+        free(t);
+        return mock_aborted(st);
+    }
     memcpy(x, t, n * 4);
     free(t);
-    pthread_barrier_wait(&sh->bar);
+    if (mock_barrier(sh)) return mock_aborted(st);
     return 0;
 }

@@ -10,7 +10,13 @@
    parallel over its P / S x L ranks), compared with P / S x L ranks in one process.
      mpirun -np P build/mpi/test_mpi test/fixtures L [--driven] [--stages S]
      mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS [--stop] [--timeout-ms T] [--driven]
-       [--stages S]  (test/test_mpi_kill.sh) */
+       [--stages S]  (test/test_mpi_kill.sh)
+   With --cuda (build/mpi/standin/test_mpi: the CUDA backend over test/cuda_standin.c built with
+   MOCK_MPI, its NCCL communicators across processes) the ranks are CUDA ranks in fp32, each on a
+   GPU of its own (MOCK_GPUS at least the world's ranks, for the one-process side): a decoder and an
+   encoder across processes against the same world in one process, bit for bit, and transformers;
+   a rank failing in the last process, which fails the request everywhere with its message and
+   breaks the communicators until pf_parallelize makes new ones; and test_mpi_kill.sh's cases. */
 #include <mpi.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +30,7 @@
 #define TOLERANCE_HF 1e-4f /* fp32 outputs against transformers, as test_models.c and test_seq2seq.c */
 
 static int process, processes, local_ranks, world, driven, stages = 1;
+static int cuda; /* --cuda: CUDA ranks (the stand-in) */
 static int process_timeout_ms; /* --timeout-ms: pf_parallel_options.process_timeout_ms */
 static int tp_ranks; /* a stage's ranks: world / stages */
 static int prefill_chunk; /* nonzero: prompts run in chunks of this many positions, one sequence a step */
@@ -40,7 +47,8 @@ static pf_model *load_split(const char *name, int across) {
         return NULL;
     }
     pf_parallel_options o = pf_parallel_options_init();
-    o.device = PF_DEVICE_CPU;
+    o.device = cuda ? PF_DEVICE_CUDA : PF_DEVICE_CPU;
+    if (cuda) o.dtype = PF_DTYPE_F32;
     o.max_batch = 16; /* the generation cases' prompts x beams */
     o.across_processes = across;
     o.process_0_drives = across && driven;
@@ -385,6 +393,77 @@ static void test_different_rank_counts(void) {
     pf_free(m);
 }
 
+/* --cuda: the last world rank fails a matmul. Its process aborts its NCCL communicators, the other
+   processes' ranks see NCCL's remote error instead of waiting for it, and every process's request
+   fails with the failing rank's message (the others' failures are its consequence). The
+   communicators are gone: the next request fails on every process asking for pf_parallelize, which
+   makes new ones, and the request after it succeeds. */
+static void test_cuda_rank_failure(void) {
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    int32_t ids[4] = {1, 2, 3, 4};
+    float *logits = (float *)malloc(4 * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+    for (int countdown = 1; countdown <= 4; countdown += 3) { /* the first matmul, and a later one */
+        pf_testing_fail_rank = process == processes - 1 ? world - 1 : -1;
+        pf_testing_fail_countdown = countdown;
+        pf_result r = pf_forward(m, ids, 1, 4, logits);
+        pf_testing_fail_rank = -1;
+        char want[64];
+        snprintf(want, sizeof want, "process %d: rank %d", processes - 1, world - 1);
+        CHECK_MSG(r == PF_ERROR_DEVICE && strstr(pf_error_message(m), want) && strstr(pf_error_message(m), "injected failure"),
+                  "process %d: a failing CUDA rank gives %d, \"%s\" (want \"%s ... injected failure\")", process, (int)r,
+                  pf_error_message(m), want);
+        r = pf_forward(m, ids, 1, 4, logits);
+        CHECK_MSG(r == PF_ERROR_DEVICE && strstr(pf_error_message(m), "pf_parallelize again"),
+                  "process %d: the request after a CUDA rank failed gives %d, \"%s\"", process, (int)r, pf_error_message(m));
+        pf_parallel_options o = pf_parallel_options_init();
+        o.device = PF_DEVICE_CUDA;
+        o.dtype = PF_DTYPE_F32;
+        o.across_processes = 1;
+        r = pf_parallelize(m, local_ranks, &o);
+        CHECK_MSG(r == PF_OK, "process %d: pf_parallelize after a CUDA rank failed: %s", process, pf_error_message(m));
+        if (!r) r = pf_forward(m, ids, 1, 4, logits);
+        CHECK_MSG(r == PF_OK, "process %d: the request on new communicators: %s", process, pf_error_message(m));
+    }
+    free(logits);
+    pf_free(m);
+}
+
+/* --cuda: what CUDA ranks across processes refuse, on every process alike: pipeline stages (before
+   any MPI), and, with 2 ranks a process, two of a process's ranks on one GPU (NCCL joins the
+   processes and refuses that; every process agrees on the failure, so none waits). The model then
+   parallelizes across processes as usual. */
+static void test_cuda_refusals(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading gpt2-tiny: %s", pf_error_message(m));
+    pf_parallel_options o = pf_parallel_options_init();
+    o.device = PF_DEVICE_CUDA;
+    o.dtype = PF_DTYPE_F32;
+    o.across_processes = 1;
+    o.pipeline_stages = processes;
+    if (!r) r = pf_parallelize(m, local_ranks, &o);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "pipeline_stages run CPU ranks only"),
+              "process %d: CUDA ranks in pipeline stages give %d, \"%s\"", process, (int)r, pf_error_message(m));
+    o.pipeline_stages = 0;
+    if (local_ranks == 2) {
+        int shared[2] = {0, 0};
+        o.device_ids = shared;
+        o.num_device_ids = 2;
+        r = pf_parallelize(m, local_ranks, &o);
+        CHECK_MSG(r == PF_ERROR_INVALID_ARGUMENT && strstr(pf_error_message(m), "share GPUs"),
+                  "process %d: CUDA ranks sharing a GPU across processes give %d, \"%s\"", process, (int)r,
+                  pf_error_message(m));
+        o.device_ids = NULL;
+        o.num_device_ids = 0;
+    }
+    r = pf_parallelize(m, local_ranks, &o);
+    CHECK_MSG(r == PF_OK, "process %d: pf_parallelize after the refusals: %s", process, pf_error_message(m));
+    pf_free(m);
+}
+
 /* test/test_mpi_kill.sh: a long generation loop (--driven: on process 0, the others following);
    the last process gets `signal` after ms (SIGKILL: it dies; SIGSTOP: it stops answering, as a
    process whose host drops off). A survivor whose request fails prints the library's message (the
@@ -430,7 +509,10 @@ static void run_until_signalled(int ms, int signal) {
 
 int main(int argc, char **argv) {
     int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    for (int i = 3; i < argc; i++) cuda |= !strcmp(argv[i], "--cuda");
+    /* the stand-in's NCCL over MPI calls MPI from its rank threads; the library needs SERIALIZED */
+    int level = cuda ? MPI_THREAD_MULTIPLE : MPI_THREAD_SERIALIZED;
+    MPI_Init_thread(&argc, &argv, level, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &process);
     MPI_Comm_size(MPI_COMM_WORLD, &processes);
     if (argc < 3) {
@@ -450,12 +532,32 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) process_timeout_ms = atoi(argv[++i]);
     }
     tp_ranks = world / stages;
+    if (provided < level) {
+        if (!process) fprintf(stderr, "test_mpi: MPI gives thread level %d, %d needed\n", provided, level);
+        MPI_Finalize();
+        return 2;
+    }
     if (kill_after_ms >= 0) {
         run_until_signalled(kill_after_ms, signal);
         MPI_Finalize();
         return 0;
     }
     test_register_fixture_policies();
+    if (cuda) { /* SPMD, one stage: a decoder (its generation cases too) and an encoder, then a rank failing */
+        test_decoder("gpt2-tiny", 1);
+        test_decoder("llama", 0); /* grouped-query heads, rotary */
+        test_encoder("bert", "hidden.bin");
+        test_cuda_refusals();
+        test_cuda_rank_failure();
+        int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
+        MPI_Reduce(counts, totals, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+        MPI_Bcast(totals, 2, MPI_INT, 0, MPI_COMM_WORLD);
+        if (!process)
+            printf("test_mpi --cuda (stand-in), %d processes x %d CUDA ranks: %d passed, %d failed\n", processes,
+                   local_ranks, totals[0], totals[1]);
+        MPI_Finalize();
+        return totals[1] ? 1 : 0;
+    }
     if (stages > 1) { /* decoders' layers in stages; the other kinds refused */
         if (!driven || !process) test_stages_refused();
 #define RUN(name, call) (driven && process ? follow_fixture(name) : call)
