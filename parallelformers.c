@@ -25509,9 +25509,11 @@ static void pf__rank_slice_weights(pf__rank *r) {
         w->cols = p.cols;
         w->col_begin = p.col_begin;
         w->dtype = pf__storage_dtype(g, src, &p);
-        /* a router stays unquantized: its logits choose the experts (llama.cpp's quantizer leaves
-           ffn_gate_inp alone too), and it is a sliver of the weights */
-        if (slot == PF__SLOT_ROUTER_WEIGHT && PF__QUANTIZED(w->dtype)) w->dtype = PF__DTYPE_F32;
+        /* slivers of the weights that stay unquantized: a router, whose logits choose the experts
+           (llama.cpp's quantizer leaves ffn_gate_inp alone too), and Funnel's segment embeddings,
+           which its relative terms read value by value, not as a product */
+        if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED) && PF__QUANTIZED(w->dtype))
+            w->dtype = PF__DTYPE_F32;
         w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
         if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
         free(p.row_map);
@@ -26861,11 +26863,6 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
     const pf__step *s = &job->step;
-    if (!be->funnel_bias || !be->gather_rows) { /* a registered backend may lack them */
-        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's relative attention and pooling have no kernels on this backend "
-                      "(the CPU and CUDA backends have them)");
-        return;
-    }
     int B = s->batch;
     size_t d = (size_t)c->hidden_size, tokens = r->group->max_tokens, max_batch = (size_t)r->group->max_batch;
     pf__funnel_level levels[3] = {{s->seq_len, 0, 1, r->funnel_pads, r->funnel_types},
@@ -26918,7 +26915,6 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
     pf__rank_encoder_outputs(r, &out, &t);
 }
 
-/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
    (pipeline stages: pf__forward_in_chunks), each run as a step of its own: its ids, the positions
    after the chunk before, the step's rotary frequencies; a single row's logits of every position
@@ -26946,6 +26942,7 @@ static void pf__rank_forward_chunks(pf__rank *r, const pf__job *job) {
     free(ids);
 }
 
+/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;
@@ -29126,10 +29123,14 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     if (missing)
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "the %s backend lacks the %s operation",
                           backend->name, missing);
-    if (c->conv_kernel && (!backend->depthwise_conv || !backend->multiply || !backend->span_conv)) /* a registered backend's */
-        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED,
-                          "ConvBERT's span-based dynamic convolution has no kernels on the %s backend (the CPU and CUDA "
-                          "backends have them)", backend->name);
+    /* the ops only some families use (the CPU and CUDA backends have them all) */
+    const char *family_ops = c->conv_kernel && (!backend->depthwise_conv || !backend->multiply || !backend->span_conv)
+                                 ? "ConvBERT's span-based dynamic convolution"
+                             : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
+                                                                                             : NULL;
+    if (family_ops)
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "%s has no kernels on the %s backend",
+                          family_ops, backend->name);
     pf__group *g = (pf__group *)calloc(1, sizeof *g);
     if (!g) return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     pthread_mutex_init(&g->mutex, NULL);

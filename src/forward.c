@@ -1035,11 +1035,6 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
     const pf__step *s = &job->step;
-    if (!be->funnel_bias || !be->gather_rows) { /* a registered backend may lack them */
-        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's relative attention and pooling have no kernels on this backend "
-                      "(the CPU and CUDA backends have them)");
-        return;
-    }
     int B = s->batch;
     size_t d = (size_t)c->hidden_size, tokens = r->group->max_tokens, max_batch = (size_t)r->group->max_batch;
     pf__funnel_level levels[3] = {{s->seq_len, 0, 1, r->funnel_pads, r->funnel_types},
@@ -1092,7 +1087,6 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
     pf__rank_encoder_outputs(r, &out, &t);
 }
 
-/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
    (pipeline stages: pf__forward_in_chunks), each run as a step of its own: its ids, the positions
    after the chunk before, the step's rotary frequencies; a single row's logits of every position
@@ -1120,6 +1114,7 @@ static void pf__rank_forward_chunks(pf__rank *r, const pf__job *job) {
     free(ids);
 }
 
+/* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
     const pf__config *c = &g->model->config;

@@ -59,10 +59,14 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     if (missing)
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "the %s backend lacks the %s operation",
                           backend->name, missing);
-    if (c->conv_kernel && (!backend->depthwise_conv || !backend->multiply || !backend->span_conv)) /* a registered backend's */
-        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED,
-                          "ConvBERT's span-based dynamic convolution has no kernels on the %s backend (the CPU and CUDA "
-                          "backends have them)", backend->name);
+    /* the ops only some families use (the CPU and CUDA backends have them all) */
+    const char *family_ops = c->conv_kernel && (!backend->depthwise_conv || !backend->multiply || !backend->span_conv)
+                                 ? "ConvBERT's span-based dynamic convolution"
+                             : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
+                                                                                             : NULL;
+    if (family_ops)
+        return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "%s has no kernels on the %s backend",
+                          family_ops, backend->name);
     pf__group *g = (pf__group *)calloc(1, sizeof *g);
     if (!g) return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     pthread_mutex_init(&g->mutex, NULL);

@@ -595,9 +595,11 @@ static void pf__rank_slice_weights(pf__rank *r) {
         w->cols = p.cols;
         w->col_begin = p.col_begin;
         w->dtype = pf__storage_dtype(g, src, &p);
-        /* a router stays unquantized: its logits choose the experts (llama.cpp's quantizer leaves
-           ffn_gate_inp alone too), and it is a sliver of the weights */
-        if (slot == PF__SLOT_ROUTER_WEIGHT && PF__QUANTIZED(w->dtype)) w->dtype = PF__DTYPE_F32;
+        /* slivers of the weights that stay unquantized: a router, whose logits choose the experts
+           (llama.cpp's quantizer leaves ffn_gate_inp alone too), and Funnel's segment embeddings,
+           which its relative terms read value by value, not as a product */
+        if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED) && PF__QUANTIZED(w->dtype))
+            w->dtype = PF__DTYPE_F32;
         w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
         if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
         free(p.row_map);
