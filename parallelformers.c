@@ -159,20 +159,25 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
    PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); MXFP4 is ggml's block of 32 e2m1 values and an E8M0 scale (a GGUF's,
    or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); Q4_G is ours, GPTQ's and
-   AWQ's 4-bit groups cut into blocks of 32, and E4M3 FP8 weights a block of 32 with their fp32 scale
-   (src/blocks.c); PF__BLOCKED names them all. */
+   AWQ's (and compressed-tensors') 4-bit groups cut into blocks of 32, E4M3 FP8 weights a block of 32
+   with their fp32 scale, and Q8_G 8-bit integer weights (GPTQ's, compressed-tensors') a block of 32
+   with their fp32 scale and zero (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_Q4_G, PF__DTYPE_E4M3, PF__DTYPE_PACKED,
-               PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_Q4_G, PF__DTYPE_E4M3, PF__DTYPE_Q8_G,
+               PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). An
    MXFP4 checkpoint's matrix is PF__DTYPE_MXFP4 with a packed decoding too: its blocks are
    assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere;
-   so is a GPTQ or AWQ matrix that Q4_G holds exactly (PF__DTYPE_Q4_G: pf__packed_row_blocks), and
-   an FP8 one whose scale grid falls on 32 inputs (PF__DTYPE_E4M3). E4M3's values are no integers:
-   it has no sub-blocks (pf__sub_block_decode) and is multiplied against fp32 x only. */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_E4M3)
+   so is a 4-bit GPTQ, AWQ or compressed-tensors matrix that Q4_G holds exactly (PF__DTYPE_Q4_G:
+   pf__packed_row_blocks), an 8-bit one that Q8_G holds (PF__DTYPE_Q8_G), and an FP8 one whose
+   scale grid falls on 32 inputs (PF__DTYPE_E4M3). E4M3's values are no integers, and Q8_G's (q less
+   its zero: -255..255) no int8s: they have no sub-blocks (pf__sub_block_decode) and are multiplied
+   against fp32 x only (PF__INT8_PRODUCTS). */
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q8_G)
+/* Whether a block format has int8 sub-blocks, which the int8 products (dtype q8_0) multiply as they are. */
+#define PF__INT8_PRODUCTS(t) (PF__BLOCKED(t) && (t) != PF__DTYPE_E4M3 && (t) != PF__DTYPE_Q8_G)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -294,7 +299,7 @@ typedef struct pf__packed {
     const uint8_t *group_of;   /* GPTQ: I32 [cols], each input's group (g_idx); NULL: input / group_size */
     size_t block_rows, block_cols, scale_cols; /* FP8's scale grid */
     size_t group_size;         /* GPTQ, AWQ: inputs per group */
-    int bits;                  /* GPTQ, AWQ: 4 or 8 */
+    int bits;                  /* GPTQ, AWQ, CT_INT: 4 or 8 */
     int zero_offset;           /* GPTQ's v1 format: stored zeros are one less than the zeros */
     pf__dtype scale_dtype;
     int scale_e8m0;            /* FP8 scales stored as E8M0 exponents instead: 2^(byte - 127) */
@@ -314,7 +319,8 @@ PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out);
 /* Blocks [first, first + count) of row `row` of a matrix kept in blocks (its tensor's dtype): an
    MXFP4 matrix's as ggml's MXFP4 blocks (the E8M0 byte, then inputs i and i + 16 in byte i's
-   nibbles), a GPTQ or AWQ one's as Q4_G blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
+   nibbles), a 4-bit GPTQ, AWQ or compressed-tensors one's as Q4_G blocks, an 8-bit one's as Q8_G
+   blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
 PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
@@ -2906,7 +2912,12 @@ PF_PRIVATE int pf__online_cpus(void) {
    dequantization in fp32 (19 bytes: a group of 128 in the file takes 16.6 bytes a 32 weights).
    E4M3 is not ggml's either: FP8 checkpoints' e4m3 weights (src/quantized.c), 32 inputs of a row
    with the fp32 value of their scale (a tensor's, or its block's), then the 32 codes; weight =
-   e4m3 value * scale, the format's dequantization (36 bytes: the file's 32, and its scales).
+   e4m3 value * scale, the format's dequantization (36 bytes: the file's 32, and its scales). Q8_G
+   is ours too: 8-bit integer weights (GPTQ's, compressed-tensors'), 32 inputs of a row with their
+   group's scale in fp32 (exact from F16, BF16 and F32 scales), their zero as a byte, then the 32
+   values as bytes, each offset as the zero is (compressed-tensors' signed q and zero plus 128);
+   weight = (q - zero) * scale, the formats' own dequantization in fp32 (37 bytes: the file's 32,
+   and its scales and zeros). q - zero spans -255..255, no int8: Q8_G has no sub-blocks.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -2918,7 +2929,7 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
     [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
     [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17}, [PF__DTYPE_Q4_G] = {"Q4_G (GPTQ / AWQ int4)", 5, 19},
-    [PF__DTYPE_E4M3] = {"E4M3 (FP8)", 5, 36},
+    [PF__DTYPE_E4M3] = {"E4M3 (FP8)", 5, 36}, [PF__DTYPE_Q8_G] = {"Q8_G (GPTQ / compressed-tensors int8)", 5, 37},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -2944,11 +2955,16 @@ PF_PRIVATE const int8_t pf__mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, 
 #define PF__E4M3_64(c) PF__E4M3_16(c), PF__E4M3_16((c) + 16), PF__E4M3_16((c) + 32), PF__E4M3_16((c) + 48)
 PF_PRIVATE const float pf__e4m3_values[256] = {PF__E4M3_64(0), PF__E4M3_64(64), PF__E4M3_64(128), PF__E4M3_64(192)};
 
-/* An E4M3 block's scale (fp32, little-endian, as every platform we build for stores it). */
-static float pf__e4m3_block_scale(const uint8_t *b) {
+/* An E4M3 or Q8_G block's scale (fp32, little-endian, as every platform we build for stores it). */
+static float pf__block_f32_scale(const uint8_t *b) {
     float scale;
     memcpy(&scale, b, sizeof scale);
     return scale;
+}
+
+/* Weight i of a Q8_G block: its value less the zero, times the scale. */
+static float pf__q8_g_value(const uint8_t *b, int i) {
+    return (float)((int)b[5 + i] - (int)b[4]) * pf__block_f32_scale(b);
 }
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
@@ -3100,7 +3116,11 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
    (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
     if (t == PF__DTYPE_E4M3) { /* the format's order: the e4m3 value times the scale */
-        for (int i = 0; i < 32; i++) out[i] = pf__e4m3_values[b[4 + i]] * pf__e4m3_block_scale(b);
+        for (int i = 0; i < 32; i++) out[i] = pf__e4m3_values[b[4 + i]] * pf__block_f32_scale(b);
+        return;
+    }
+    if (t == PF__DTYPE_Q8_G) {
+        for (int i = 0; i < 32; i++) out[i] = pf__q8_g_value(b, i);
         return;
     }
     int subs = (int)(pf__block_values(t) / 32);
@@ -3131,7 +3151,8 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     size_t values = pf__block_values(t), j = i % values;
     const uint8_t *b = (const uint8_t *)w + i / values * pf__block_bytes(t);
-    if (t == PF__DTYPE_E4M3) return pf__e4m3_values[b[4 + j]] * pf__e4m3_block_scale(b);
+    if (t == PF__DTYPE_E4M3) return pf__e4m3_values[b[4 + j]] * pf__block_f32_scale(b);
+    if (t == PF__DTYPE_Q8_G) return pf__q8_g_value(b, (int)j);
     pf__sub_block s;
     pf__sub_block_decode(t, b, (int)(j / 32), &s);
     j %= 32;
@@ -5982,10 +6003,13 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
        `<name>_scales` U8 [..., out, in / 32]. These are not decoded where the ranks keep blocks
        (CPU ranks, dtype auto or q8_0): each row's blocks become ggml's MXFP4 blocks as they are
        copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4).
-   A 4-bit GPTQ or AWQ matrix whose every 32 inputs lie in one group, with scales fp16 holds, is
-   kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16 scale, zero and
-   nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x zero, whose m
-   fp16 would round (a bias of up to 0.7 % of a step over the block, in half of llama-awq's groups).
+   A 4-bit GPTQ, AWQ or compressed-tensors matrix whose every 32 inputs lie in one group, with
+   scales fp16 holds, is kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16
+   scale, zero and nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x
+   zero, whose m fp16 would round (a bias of up to 0.7 % of a step over the block, in half of
+   llama-awq's groups). An 8-bit one (GPTQ's; compressed-tensors' pack- and naive-quantized int8)
+   whose every 32 inputs lie in one group becomes Q8_G blocks: the group's scale in fp32, its zero
+   and the 32 values, a byte each (37 bytes: 1.16 bytes a weight for the file's 1 and its scales).
    An FP8 matrix whose scale grid falls on 32 inputs (one scale, or blocks a multiple of 32 wide;
    compressed-tensors' float channels and groups too) is kept as E4M3 blocks: 32 codes as the file
    holds them after their scale in fp32, 36 bytes (1.125 bytes a weight; the file's 1 and its
@@ -6037,20 +6061,31 @@ static size_t pf__int_group(const pf__packed *p, size_t col) {
     return p->group_size ? col / p->group_size : 0;
 }
 
-/* compressed-tensors' value (row, col): the package's (q - zero) * scale. bits is 4 or 8, so no
-   field crosses a word. */
+/* compressed-tensors' q of (row, col), signed (pack-quantized stores it plus 2^(bits - 1)); bits is
+   4 or 8, so no field crosses a word. */
+static int pf__ct_q(const pf__packed *p, size_t row, size_t col) {
+    if (p->values_i8) return (int8_t)p->values[row * p->cols + col];
+    size_t words = (p->cols * (size_t)p->bits + 31) / 32;
+    return (int)pf__packed_field(p->values + 4 * row * words, col, p->bits) - (1 << (p->bits - 1));
+}
+
+/* The index of compressed-tensors' scale (and I8 zero) of (row, col). */
+static size_t pf__ct_scale_at(const pf__packed *p, size_t row, size_t col) {
+    return (p->scale_rows > 1 ? row : 0) * p->scale_cols + col / p->group_size;
+}
+
+/* compressed-tensors' zero of (row, col), signed: 0 where symmetric. */
+static int pf__ct_zero(const pf__packed *p, size_t row, size_t col) {
+    if (p->zero_layout == PF__CT_ZERO_I8) return (int8_t)p->zeros[pf__ct_scale_at(p, row, col)];
+    if (p->zero_layout != PF__CT_ZERO_PACKED) return 0;
+    size_t bit = row * (size_t)p->bits, g = col / p->group_size; /* group g's outputs packed in words down the rows */
+    return (int)((pf__le32(p->zeros + 4 * (bit / 32 * p->scale_cols + g)) >> (bit % 32)) & ((1u << p->bits) - 1)) -
+           (1 << (p->bits - 1));
+}
+
+/* compressed-tensors' value (row, col): the package's (q - zero) * scale. */
 static float pf__ct_value(const pf__packed *p, size_t row, size_t col) {
-    size_t g = col / p->group_size, at = (p->scale_rows > 1 ? row : 0) * p->scale_cols + g;
-    int offset = 1 << (p->bits - 1), q, zero = 0;
-    if (p->values_i8) q = (int8_t)p->values[row * p->cols + col];
-    else q = (int)pf__packed_field(p->values + 4 * row * ((p->cols * (size_t)p->bits + 31) / 32), col, p->bits) - offset;
-    if (p->zero_layout == PF__CT_ZERO_I8) {
-        zero = (int8_t)p->zeros[at];
-    } else if (p->zero_layout == PF__CT_ZERO_PACKED) { /* column g's outputs packed in words down the rows */
-        size_t bit = row * (size_t)p->bits;
-        zero = (int)((pf__le32(p->zeros + 4 * (bit / 32 * p->scale_cols + g)) >> (bit % 32)) & ((1u << p->bits) - 1)) - offset;
-    }
-    return (float)(q - zero) * pf__packed_scale(p, at);
+    return (float)(pf__ct_q(p, row, col) - pf__ct_zero(p, row, col)) * pf__packed_scale(p, pf__ct_scale_at(p, row, col));
 }
 
 /* MXFP4 input c of row `row`: its nibble (0..15, an index of pf__mxfp4_levels). */
@@ -6059,16 +6094,39 @@ static unsigned pf__mxfp4_nibble(const pf__packed *p, size_t row, size_t c) {
     return c % 2 ? byte >> 4 : byte & 15u;
 }
 
-/* GPTQ's or AWQ's blocks of 32 inputs as Q4_G blocks: each block lies in one group (pf__int_take
-   checked it), whose scale fp16 holds exactly (checked too). */
-static void pf__q4_g_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
-    for (size_t b = first; b < first + count; b++, out += 19) {
-        size_t col = b * 32, g = pf__int_group(p, col);
-        uint16_t scale = pf__f32_to_f16(pf__packed_scale(p, g * p->rows + row));
-        out[0] = (uint8_t)(scale & 255), out[1] = (uint8_t)(scale >> 8);
-        out[2] = (uint8_t)pf__int_zero(p, row, g);
-        for (size_t i = 0; i < 16; i++) /* input i in the low nibble, i + 16 in the high one */
-            out[3 + i] = (uint8_t)(pf__int_value(p, row, col + i) | pf__int_value(p, row, col + 16 + i) << 4);
+/* The 32 inputs from col of row `row` of a GPTQ, AWQ or compressed-tensors integer matrix, which lie
+   in one group (pf__int_blocks_dtype checked it): its scale (returned), zero and values, the zero
+   and values unsigned as Q4_G and Q8_G hold them (compressed-tensors' signed ones plus 2^(bits - 1):
+   the same differences). */
+static float pf__int_block(const pf__packed *p, size_t row, size_t col, int *zero, int *q) {
+    if (p->format == PF__PACKED_CT_INT) {
+        int offset = 1 << (p->bits - 1);
+        *zero = pf__ct_zero(p, row, col) + offset;
+        for (int i = 0; i < 32; i++) q[i] = pf__ct_q(p, row, col + (size_t)i) + offset;
+        return pf__packed_scale(p, pf__ct_scale_at(p, row, col));
+    }
+    size_t g = pf__int_group(p, col);
+    *zero = pf__int_zero(p, row, g);
+    for (int i = 0; i < 32; i++) q[i] = pf__int_value(p, row, col + (size_t)i);
+    return pf__packed_scale(p, g * p->rows + row);
+}
+
+/* An integer matrix's blocks of 32 inputs as Q4_G blocks (4 bits: the scale in fp16, which holds
+   it exactly: checked) or Q8_G blocks (8 bits: the scale in fp32). */
+static void pf__int_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    size_t bytes = pf__block_bytes(p->bits == 4 ? PF__DTYPE_Q4_G : PF__DTYPE_Q8_G);
+    for (size_t b = first; b < first + count; b++, out += bytes) {
+        int zero, q[32];
+        float scale = pf__int_block(p, row, b * 32, &zero, q);
+        if (p->bits == 4) { /* the scale, the zero, then input i in the low nibble, i + 16 in the high one */
+            uint16_t half = pf__f32_to_f16(scale);
+            out[0] = (uint8_t)(half & 255), out[1] = (uint8_t)(half >> 8), out[2] = (uint8_t)zero;
+            for (int i = 0; i < 16; i++) out[3 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+        } else { /* the scale, the zero, then the 32 values */
+            memcpy(out, &scale, sizeof scale);
+            out[4] = (uint8_t)zero;
+            for (int i = 0; i < 32; i++) out[5 + i] = (uint8_t)q[i];
+        }
     }
 }
 
@@ -6089,7 +6147,7 @@ PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t fi
         return;
     }
     if (p->format != PF__PACKED_MXFP4) {
-        pf__q4_g_row_blocks(p, row, first, count, out);
+        pf__int_row_blocks(p, row, first, count, out);
         return;
     }
     for (size_t b = first; b < first + count; b++, out += 17) {
@@ -6482,9 +6540,9 @@ static int pf__e4m3_holds(const pf__packed *p) {
     return p->cols % 32 == 0 && (!p->scale_cols || p->block_cols % 32 == 0);
 }
 
-/* FP8 (and compressed-tensors' float) scales: a scale that is not a finite number (or an E8M0 255)
-   is refused, naming the tensor. */
-static pf_result pf__fp8_scales_finite(const pf__packed *p, const pf__st_tensor *scale, char *message, size_t size) {
+/* FP8's and compressed-tensors' scales: a scale that is not a finite number (or an E8M0 255) is
+   refused, naming the tensor. */
+static pf_result pf__scales_finite(const pf__packed *p, const pf__st_tensor *scale, char *message, size_t size) {
     for (size_t i = 0; i < scale->numel; i++)
         if (!isfinite(pf__packed_scale(p, i)))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
@@ -6530,7 +6588,7 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                               (rows + q->block_rows - 1) / q->block_rows, p.scale_cols, rows, cols, q->block_rows,
                               q->block_cols);
     }
-    pf_result r = pf__fp8_scales_finite(&p, scale, message, size);
+    pf_result r = pf__scales_finite(&p, scale, message, size);
     if (r) return r;
     pf__packed *kept = pf__packed_new(index);
     if (!kept) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -6565,31 +6623,36 @@ static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, cons
     return PF_OK;
 }
 
-/* Whether a 4-bit GPTQ or AWQ matrix is Q4_G blocks exactly: every 32 inputs in one group (groups
-   of a multiple of 32, g_idx constant over each 32: desc_act with static groups), every scale an
-   fp16 number (F16 scales always are). Act order's permuted groups are not: those matrices are
-   decoded into the ranks' dtype (fp32 by default) as before, since keeping them in blocks would
-   need the activations permuted into the groups' order before each product. */
-static int pf__q4_g_holds(const pf__packed *p) {
-    if (p->bits != 4 || p->cols % 32) return 0;
+/* The block format that holds a GPTQ, AWQ or compressed-tensors integer matrix exactly: Q4_G (4
+   bits) or Q8_G (8 bits) where every 32 inputs of a row lie in one group (groups of a multiple of
+   32, or a row's or the tensor's; with g_idx, constant over each 32: desc_act with static groups)
+   and, for Q4_G, fp16 holds every scale (F16 scales always do; BF16 and F32 ones are checked value
+   by value: a BF16 scale below fp16's normal range may not be, an F32 one rarely is; Q8_G's fp32
+   holds any). Else PF__DTYPE_PACKED: decoded into the ranks' dtype (fp32 by default), as are act
+   order's permuted groups, since keeping them in blocks would need the activations permuted into
+   the groups' order before each product. */
+static pf__dtype pf__int_blocks_dtype(const pf__packed *p) {
+    if (p->cols % 32) return PF__DTYPE_PACKED;
     if (p->group_of) {
         for (size_t c = 0; c < p->cols; c++)
-            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return 0;
+            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return PF__DTYPE_PACKED;
     } else if (p->group_size % 32 && p->group_size < p->cols) {
-        return 0;
+        return PF__DTYPE_PACKED;
     }
-    size_t groups = (p->cols + p->group_size - 1) / p->group_size;
-    for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < groups * p->rows; i++) {
+    if (p->bits == 8) return PF__DTYPE_Q8_G;
+    size_t scales = p->format == PF__PACKED_CT_INT ? p->scale_rows * p->scale_cols
+                                                   : (p->cols + p->group_size - 1) / p->group_size * p->rows;
+    for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < scales; i++) {
         float scale = pf__packed_scale(p, i);
-        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return 0;
+        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return PF__DTYPE_PACKED;
     }
-    return 1;
+    return PF__DTYPE_Q4_G;
 }
 
 /* A GPTQ or AWQ module's qweight, qzeros, scales (and GPTQ's g_idx) as a packed [out, in] matrix;
-   its tensor, named as the unquantized weight, is written to *out: Q4_G where those blocks hold it
-   exactly (pf__q4_g_holds), else decoded (PF__DTYPE_PACKED). A scale that is not a finite number
-   is refused. */
+   its tensor, named as the unquantized weight, is written to *out: Q4_G or Q8_G where those blocks
+   hold it exactly (pf__int_blocks_dtype), else decoded (PF__DTYPE_PACKED). A scale that is not a
+   finite number is refused. */
 static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *qweight, size_t stem,
                               pf__st_tensor *out, char *message, size_t size) {
     const char *path = qweight->file->path;
@@ -6646,7 +6709,7 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                               "(%g, group %zu of output %zu)", path, scales->name, pf__packed_scale(p, i), i / rows,
                               i % rows);
     pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
-    if (!r && pf__q4_g_holds(p)) out->dtype = PF__DTYPE_Q4_G;
+    if (!r) out->dtype = pf__int_blocks_dtype(p);
     if (!r) qweight->used = zeros->used = scales->used = 1;
     return r;
 }
@@ -6685,7 +6748,9 @@ static pf_result pf__make_tensors(pf__st_index *index, const char *suffix, pf__t
 
 /* A compressed-tensors module's weight_scale, with its weight (naive- and float-quantized: I8 or
    F8_E4M3 [out, in], made packed in place) or weight_packed and weight_shape (pack-quantized: a
-   packed ".weight" tensor written to *out, *added set), and weight_zero_point (asymmetric). */
+   packed ".weight" tensor written to *out, *added set), and weight_zero_point (asymmetric): kept
+   in Q4_G, Q8_G or E4M3 blocks where they hold it, else decoded. A scale that is not a finite
+   number is refused. */
 static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *scale, size_t stem,
                              pf__st_tensor *out, char *message, size_t size) {
     const char *path = scale->file->path;
@@ -6770,17 +6835,17 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
         p->scale_rows = scale_rows, p->scale_cols = scale_cols, p->group_size = group, p->bits = q->bits;
     }
     scale->used = 1;
-    if (q->ct_float) {
-        pf_result r = pf__fp8_scales_finite(p, scale, message, size);
-        if (r) return r;
-    }
+    pf_result r = pf__scales_finite(p, scale, message, size);
+    if (r) return r;
+    pf__dtype kept = !q->ct_float ? pf__int_blocks_dtype(p) : pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
     if (!q->ct_packed) {
-        weight->dtype = q->ct_float && pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
+        weight->dtype = kept;
         weight->packed = p;
         return PF_OK;
     }
-    pf_result r = pf__packed_weight(index, out, scale->name, stem, rows, cols, packed, p, message, size);
+    r = pf__packed_weight(index, out, scale->name, stem, rows, cols, packed, p, message, size);
     if (r) return r;
+    out->dtype = kept;
     packed->used = shape->used = 1;
     return PF_OK;
 }
@@ -21197,7 +21262,7 @@ static PF__INLINE size_t pf__values_of(const pf__dtype t) {
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
     return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17
-           : t == PF__DTYPE_Q4_G ? 19 : t == PF__DTYPE_E4M3 ? 36 : t == PF__DTYPE_Q4_1 ? 20
+           : t == PF__DTYPE_Q4_G ? 19 : t == PF__DTYPE_E4M3 ? 36 : t == PF__DTYPE_Q8_G ? 37 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
            : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
@@ -21386,8 +21451,8 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
 
 /* The file's blocks against fp32 activations (what the ranks compute on blocks they keep; the
    int8 products above are the speed choice of dtype q8/q4): each sub-block's integers, scaled by
-   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12; E4M3's e4m3 values, exact too, dw
-   its scale), times x in 8 lanes (lane l: inputs l,
+   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12; E4M3's e4m3 values and Q8_G's
+   q - zero, exact too, dw their scale), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
    acc_0 = fmaf(mw, sum of the 32 inputs, acc_0), or where the minimum is per 16 weights (Q2_K)
@@ -21425,10 +21490,11 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
                     pf__sub_block sb;
                     float wq[32]; /* the sub-block's values before dw: integers, or E4M3's e4m3 values */
                     const unsigned char *block = w + o * row_bytes + b * bytes;
-                    if (t == PF__DTYPE_E4M3) {
+                    if (t == PF__DTYPE_E4M3 || t == PF__DTYPE_Q8_G) { /* the fp32 scale first */
                         memcpy(&sb.dw, block, sizeof sb.dw);
                         sb.mw = 0.0f;
-                        for (int i = 0; i < 32; i++) wq[i] = pf__e4m3_values[block[4 + i]];
+                        for (int i = 0; i < 32; i++)
+                            wq[i] = t == PF__DTYPE_E4M3 ? pf__e4m3_values[block[4 + i]] : (float)(block[5 + i] - block[4]);
                     } else {
                         pf__sub_block_decode(t, block, (int)j, &sb);
                         for (int i = 0; i < 32; i++) wq[i] = (float)(sb.scales16[i / 16] * sb.v[i]);
@@ -21486,10 +21552,16 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
             if (t == PF__DTYPE_E4M3) { /* the fp32 scale, then 32 codes */
                 memcpy(&dw, block, sizeof dw);
                 for (int q = 0; q < 4; q++) wq[q] = pf__e4m3_8_avx2(block + 4 + 8 * q);
+            } else if (t == PF__DTYPE_Q8_G) { /* the fp32 scale, the zero byte, then 32 value bytes less it */
+                memcpy(&dw, block, sizeof dw);
+                __m256i zero = _mm256_set1_epi32(block[4]);
+                for (int q = 0; q < 4; q++)
+                    wq[q] = _mm256_cvtepi32_ps(_mm256_sub_epi32(
+                        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(block + 5 + 8 * q))), zero));
             } else if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
             else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
             else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales, &mins);
-            if (t != PF__DTYPE_E4M3) {
+            if (t != PF__DTYPE_E4M3 && t != PF__DTYPE_Q8_G) {
                 __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
                 wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
                 wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
@@ -21558,6 +21630,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_MXFP4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
     case PF__DTYPE_Q4_G: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
     case PF__DTYPE_E4M3: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_E4M3); break;
+    case PF__DTYPE_Q8_G: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q8_G); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -23174,7 +23247,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
    blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks, 16 Q4_G,
-   17 E4M3 (pf_testing_cpu_matmul_kept only),
+   17 E4M3, 18 Q8_G (pf_testing_cpu_matmul_kept only),
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
@@ -23312,9 +23385,9 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         return;
     }
     const float *b = bias ? (const float *)bias->data : NULL;
-    /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's values are no
-       integers: always fp32 x); else against fp32 x */
-    int quantized = PF__BLOCKED(w->dtype) && w->dtype != PF__DTYPE_E4M3 && PF__QUANTIZED(r->group->dtype);
+    /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's and Q8_G's values
+       are no int8s: always fp32 x); else against fp32 x */
+    int quantized = PF__INT8_PRODUCTS(w->dtype) && PF__QUANTIZED(r->group->dtype);
     int kept = PF__BLOCKED(w->dtype) && !quantized;
     int bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
     size_t need = kept            ? rows * (w->cols / 32) * sizeof(float)
@@ -25232,8 +25305,8 @@ static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, co
     if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
     if (pf__keeps_blocks(g) && PF__BLOCKED(src->dtype)) return src->dtype; /* pf__blocks_fit checked it */
     /* q8 products on a file's blocks: multiplied as they are, as llama.cpp does */
-    if (g->dtype == PF__DTYPE_Q8 && PF__BLOCKED(src->dtype) && src->dtype != PF__DTYPE_E4M3 && pf__blocks_fit(src, p))
-        return src->dtype; /* (E4M3 has no integer sub-blocks: quantized to q8_0 from its values) */
+    if (g->dtype == PF__DTYPE_Q8 && PF__INT8_PRODUCTS(src->dtype) && pf__blocks_fit(src, p))
+        return src->dtype; /* (E4M3 and Q8_G have no int8 sub-blocks: quantized to q8_0 from their values) */
     if (PF__QUANTIZED(g->dtype)) return pf__q8_fits(src, p) ? g->dtype : PF__DTYPE_F16;
     return g->dtype;
 }

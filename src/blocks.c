@@ -11,7 +11,12 @@
    dequantization in fp32 (19 bytes: a group of 128 in the file takes 16.6 bytes a 32 weights).
    E4M3 is not ggml's either: FP8 checkpoints' e4m3 weights (src/quantized.c), 32 inputs of a row
    with the fp32 value of their scale (a tensor's, or its block's), then the 32 codes; weight =
-   e4m3 value * scale, the format's dequantization (36 bytes: the file's 32, and its scales).
+   e4m3 value * scale, the format's dequantization (36 bytes: the file's 32, and its scales). Q8_G
+   is ours too: 8-bit integer weights (GPTQ's, compressed-tensors'), 32 inputs of a row with their
+   group's scale in fp32 (exact from F16, BF16 and F32 scales), their zero as a byte, then the 32
+   values as bytes, each offset as the zero is (compressed-tensors' signed q and zero plus 128);
+   weight = (q - zero) * scale, the formats' own dequantization in fp32 (37 bytes: the file's 32,
+   and its scales and zeros). q - zero spans -255..255, no int8: Q8_G has no sub-blocks.
    Dequantization is ggml's dequantize_row_* arithmetic in fp32 (what the gguf package's
    gguf.quants computes); the sub-block form is the same numbers as integers and two fp32 factors,
    for the integer products of the CPU backend. */
@@ -23,7 +28,7 @@ static const struct { const char *name; unsigned char values_log2, bytes; } pf__
     [PF__DTYPE_Q5_K] = {"Q5_K", 8, 176}, [PF__DTYPE_Q6_K] = {"Q6_K", 8, 210}, [PF__DTYPE_Q3_K] = {"Q3_K", 8, 110},
     [PF__DTYPE_IQ4_NL] = {"IQ4_NL", 5, 18}, [PF__DTYPE_IQ4_XS] = {"IQ4_XS", 8, 136}, [PF__DTYPE_Q2_K] = {"Q2_K", 8, 84},
     [PF__DTYPE_MXFP4] = {"MXFP4", 5, 17}, [PF__DTYPE_Q4_G] = {"Q4_G (GPTQ / AWQ int4)", 5, 19},
-    [PF__DTYPE_E4M3] = {"E4M3 (FP8)", 5, 36},
+    [PF__DTYPE_E4M3] = {"E4M3 (FP8)", 5, 36}, [PF__DTYPE_Q8_G] = {"Q8_G (GPTQ / compressed-tensors int8)", 5, 37},
     [PF__DTYPE_PACKED] = {"packed (FP8, GPTQ, AWQ)", 0, 0}, [PF__DTYPE_OTHER] = {"other", 0, 0},
 };
 
@@ -49,11 +54,16 @@ PF_PRIVATE const int8_t pf__mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, 
 #define PF__E4M3_64(c) PF__E4M3_16(c), PF__E4M3_16((c) + 16), PF__E4M3_16((c) + 32), PF__E4M3_16((c) + 48)
 PF_PRIVATE const float pf__e4m3_values[256] = {PF__E4M3_64(0), PF__E4M3_64(64), PF__E4M3_64(128), PF__E4M3_64(192)};
 
-/* An E4M3 block's scale (fp32, little-endian, as every platform we build for stores it). */
-static float pf__e4m3_block_scale(const uint8_t *b) {
+/* An E4M3 or Q8_G block's scale (fp32, little-endian, as every platform we build for stores it). */
+static float pf__block_f32_scale(const uint8_t *b) {
     float scale;
     memcpy(&scale, b, sizeof scale);
     return scale;
+}
+
+/* Weight i of a Q8_G block: its value less the zero, times the scale. */
+static float pf__q8_g_value(const uint8_t *b, int i) {
+    return (float)((int)b[5 + i] - (int)b[4]) * pf__block_f32_scale(b);
 }
 
 PF_PRIVATE size_t pf__block_values(pf__dtype t) { return (size_t)1 << pf__block_table[t].values_log2; }
@@ -205,7 +215,11 @@ PF_PRIVATE void pf__sub_block_decode(pf__dtype t, const uint8_t *b, int j, pf__s
    (d * sc) * q (Q6_K, Q3_K), q offset as stored. */
 PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) {
     if (t == PF__DTYPE_E4M3) { /* the format's order: the e4m3 value times the scale */
-        for (int i = 0; i < 32; i++) out[i] = pf__e4m3_values[b[4 + i]] * pf__e4m3_block_scale(b);
+        for (int i = 0; i < 32; i++) out[i] = pf__e4m3_values[b[4 + i]] * pf__block_f32_scale(b);
+        return;
+    }
+    if (t == PF__DTYPE_Q8_G) {
+        for (int i = 0; i < 32; i++) out[i] = pf__q8_g_value(b, i);
         return;
     }
     int subs = (int)(pf__block_values(t) / 32);
@@ -236,7 +250,8 @@ PF_PRIVATE void pf__block_dequantize(pf__dtype t, const uint8_t *b, float *out) 
 PF_PRIVATE float pf__block_value(pf__dtype t, const void *w, size_t i) {
     size_t values = pf__block_values(t), j = i % values;
     const uint8_t *b = (const uint8_t *)w + i / values * pf__block_bytes(t);
-    if (t == PF__DTYPE_E4M3) return pf__e4m3_values[b[4 + j]] * pf__e4m3_block_scale(b);
+    if (t == PF__DTYPE_E4M3) return pf__e4m3_values[b[4 + j]] * pf__block_f32_scale(b);
+    if (t == PF__DTYPE_Q8_G) return pf__q8_g_value(b, (int)j);
     pf__sub_block s;
     pf__sub_block_decode(t, b, (int)(j / 32), &s);
     j %= 32;

@@ -1118,7 +1118,7 @@ static PF__INLINE size_t pf__values_of(const pf__dtype t) {
 }
 static PF__INLINE size_t pf__bytes_of(const pf__dtype t) {
     return t == PF__DTYPE_Q8 ? 34 : t == PF__DTYPE_Q4 || t == PF__DTYPE_IQ4_NL ? 18 : t == PF__DTYPE_MXFP4 ? 17
-           : t == PF__DTYPE_Q4_G ? 19 : t == PF__DTYPE_E4M3 ? 36 : t == PF__DTYPE_Q4_1 ? 20
+           : t == PF__DTYPE_Q4_G ? 19 : t == PF__DTYPE_E4M3 ? 36 : t == PF__DTYPE_Q8_G ? 37 : t == PF__DTYPE_Q4_1 ? 20
            : t == PF__DTYPE_Q5_0 ? 22 : t == PF__DTYPE_Q5_1 ? 24 : t == PF__DTYPE_Q4_K ? 144 : t == PF__DTYPE_Q5_K ? 176
            : t == PF__DTYPE_Q3_K ? 110 : t == PF__DTYPE_IQ4_XS ? 136 : t == PF__DTYPE_Q2_K ? 84 : 210;
 }
@@ -1307,8 +1307,8 @@ PF__AVX2_TARGET static void pf__blocks_rows_avx2(float *out, size_t ld, const in
 
 /* The file's blocks against fp32 activations (what the ranks compute on blocks they keep; the
    int8 products above are the speed choice of dtype q8/q4): each sub-block's integers, scaled by
-   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12; E4M3's e4m3 values, exact too, dw
-   its scale), times x in 8 lanes (lane l: inputs l,
+   Q6_K's and Q3_K's 16-weight scales, as fp32 (exact: below 2^12; E4M3's e4m3 values and Q8_G's
+   q - zero, exact too, dw their scale), times x in 8 lanes (lane l: inputs l,
    l + 8, l + 16, l + 24, fused in that order from 0), the lanes then scaled into the row's 8
    accumulators, acc_l = fmaf(dw, p_l, acc_l), and the minimum's share into lane 0,
    acc_0 = fmaf(mw, sum of the 32 inputs, acc_0), or where the minimum is per 16 weights (Q2_K)
@@ -1346,10 +1346,11 @@ static void pf__blocks_f32_portable(float *out, size_t ld, const float *x, const
                     pf__sub_block sb;
                     float wq[32]; /* the sub-block's values before dw: integers, or E4M3's e4m3 values */
                     const unsigned char *block = w + o * row_bytes + b * bytes;
-                    if (t == PF__DTYPE_E4M3) {
+                    if (t == PF__DTYPE_E4M3 || t == PF__DTYPE_Q8_G) { /* the fp32 scale first */
                         memcpy(&sb.dw, block, sizeof sb.dw);
                         sb.mw = 0.0f;
-                        for (int i = 0; i < 32; i++) wq[i] = pf__e4m3_values[block[4 + i]];
+                        for (int i = 0; i < 32; i++)
+                            wq[i] = t == PF__DTYPE_E4M3 ? pf__e4m3_values[block[4 + i]] : (float)(block[5 + i] - block[4]);
                     } else {
                         pf__sub_block_decode(t, block, (int)j, &sb);
                         for (int i = 0; i < 32; i++) wq[i] = (float)(sb.scales16[i / 16] * sb.v[i]);
@@ -1407,10 +1408,16 @@ PF__AVX2_TARGET static PF__INLINE void pf__blocks_f32_tile_avx2(float *out, size
             if (t == PF__DTYPE_E4M3) { /* the fp32 scale, then 32 codes */
                 memcpy(&dw, block, sizeof dw);
                 for (int q = 0; q < 4; q++) wq[q] = pf__e4m3_8_avx2(block + 4 + 8 * q);
+            } else if (t == PF__DTYPE_Q8_G) { /* the fp32 scale, the zero byte, then 32 value bytes less it */
+                memcpy(&dw, block, sizeof dw);
+                __m256i zero = _mm256_set1_epi32(block[4]);
+                for (int q = 0; q < 4; q++)
+                    wq[q] = _mm256_cvtepi32_ps(_mm256_sub_epi32(
+                        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(block + 5 + 8 * q))), zero));
             } else if (t == PF__DTYPE_Q8) v = _mm256_loadu_si256((const __m256i *)(block + 2)), dw = pf__f16_at_f16c(block);
             else if (t == PF__DTYPE_Q4) v = _mm256_sub_epi8(pf__q4_load(block + 2), _mm256_set1_epi8(8)), dw = pf__f16_at_f16c(block);
             else v = pf__sub_block_avx2(t, block, (int)j, &dw, &mw, &scales, &mins);
-            if (t != PF__DTYPE_E4M3) {
+            if (t != PF__DTYPE_E4M3 && t != PF__DTYPE_Q8_G) {
                 __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
                 wq[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
                 wq[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
@@ -1479,6 +1486,7 @@ PF__AVX2_TARGET static void pf__blocks_f32_avx2(float *out, size_t ld, const flo
     case PF__DTYPE_MXFP4: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_MXFP4); break;
     case PF__DTYPE_Q4_G: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q4_G); break;
     case PF__DTYPE_E4M3: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_E4M3); break;
+    case PF__DTYPE_Q8_G: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q8_G); break;
     default: pf__blocks_f32_avx2_as(out, ld, x, x_sums, rows, w, k, n_out, PF__DTYPE_Q6_K);
     }
 }
@@ -3095,7 +3103,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
 #ifdef PF_TESTING
 /* Test hook: the CPU matmul on plain arrays (w is [n_out][k] of dtype 0 f32, 1 f16, 2 bf16, 3 Q8
    blocks, 4 Q4 blocks, 5..15 GGUF's Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q3_K, IQ4_NL, IQ4_XS, Q2_K, MXFP4 blocks, 16 Q4_G,
-   17 E4M3 (pf_testing_cpu_matmul_kept only),
+   17 E4M3, 18 Q8_G (pf_testing_cpu_matmul_kept only),
    columns col_begin..
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
@@ -3233,9 +3241,9 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
         return;
     }
     const float *b = bias ? (const float *)bias->data : NULL;
-    /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's values are no
-       integers: always fp32 x); else against fp32 x */
-    int quantized = PF__BLOCKED(w->dtype) && w->dtype != PF__DTYPE_E4M3 && PF__QUANTIZED(r->group->dtype);
+    /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's and Q8_G's values
+       are no int8s: always fp32 x); else against fp32 x */
+    int quantized = PF__INT8_PRODUCTS(w->dtype) && PF__QUANTIZED(r->group->dtype);
     int kept = PF__BLOCKED(w->dtype) && !quantized;
     int bf16_products = r->group->options.bf16_products && w->dtype == PF__DTYPE_BF16;
     size_t need = kept            ? rows * (w->cols / 32) * sizeof(float)

@@ -117,20 +117,25 @@ PF_PRIVATE pf_result pf__json_load(const char *path, pf__json **out, char *messa
    PF__Q8_BLOCK), and a GGUF's. Q4_1 to Q2_K are GGUF's other block formats, kept as the file
    holds them (src/blocks.c); MXFP4 is ggml's block of 32 e2m1 values and an E8M0 scale (a GGUF's,
    or a safetensors checkpoint's *_blocks and *_scales, src/quantized.c); Q4_G is ours, GPTQ's and
-   AWQ's 4-bit groups cut into blocks of 32, and E4M3 FP8 weights a block of 32 with their fp32 scale
-   (src/blocks.c); PF__BLOCKED names them all. */
+   AWQ's (and compressed-tensors') 4-bit groups cut into blocks of 32, E4M3 FP8 weights a block of 32
+   with their fp32 scale, and Q8_G 8-bit integer weights (GPTQ's, compressed-tensors') a block of 32
+   with their fp32 scale and zero (src/blocks.c); PF__BLOCKED names them all. */
 typedef enum { PF__DTYPE_F32, PF__DTYPE_F16, PF__DTYPE_BF16, PF__DTYPE_Q8, PF__DTYPE_Q4, PF__DTYPE_Q4_1, PF__DTYPE_Q5_0,
                PF__DTYPE_Q5_1, PF__DTYPE_Q4_K, PF__DTYPE_Q5_K, PF__DTYPE_Q6_K, PF__DTYPE_Q3_K, PF__DTYPE_IQ4_NL,
-               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_Q4_G, PF__DTYPE_E4M3, PF__DTYPE_PACKED,
-               PF__DTYPE_OTHER } pf__dtype;
+               PF__DTYPE_IQ4_XS, PF__DTYPE_Q2_K, PF__DTYPE_MXFP4, PF__DTYPE_Q4_G, PF__DTYPE_E4M3, PF__DTYPE_Q8_G,
+               PF__DTYPE_PACKED, PF__DTYPE_OTHER } pf__dtype;
 /* PF__DTYPE_PACKED: a quantized safetensors checkpoint's matrix (FP8, GPTQ, AWQ: src/quantized.c),
    its values in the file's tensors and decoded as the ranks slice it (pf__st_tensor.packed). An
    MXFP4 checkpoint's matrix is PF__DTYPE_MXFP4 with a packed decoding too: its blocks are
    assembled from the file's two tensors where the ranks keep them, its values decoded elsewhere;
-   so is a GPTQ or AWQ matrix that Q4_G holds exactly (PF__DTYPE_Q4_G: pf__packed_row_blocks), and
-   an FP8 one whose scale grid falls on 32 inputs (PF__DTYPE_E4M3). E4M3's values are no integers:
-   it has no sub-blocks (pf__sub_block_decode) and is multiplied against fp32 x only. */
-#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_E4M3)
+   so is a 4-bit GPTQ, AWQ or compressed-tensors matrix that Q4_G holds exactly (PF__DTYPE_Q4_G:
+   pf__packed_row_blocks), an 8-bit one that Q8_G holds (PF__DTYPE_Q8_G), and an FP8 one whose
+   scale grid falls on 32 inputs (PF__DTYPE_E4M3). E4M3's values are no integers, and Q8_G's (q less
+   its zero: -255..255) no int8s: they have no sub-blocks (pf__sub_block_decode) and are multiplied
+   against fp32 x only (PF__INT8_PRODUCTS). */
+#define PF__BLOCKED(t) ((t) >= PF__DTYPE_Q8 && (t) <= PF__DTYPE_Q8_G)
+/* Whether a block format has int8 sub-blocks, which the int8 products (dtype q8_0) multiply as they are. */
+#define PF__INT8_PRODUCTS(t) (PF__BLOCKED(t) && (t) != PF__DTYPE_E4M3 && (t) != PF__DTYPE_Q8_G)
 #define PF__MAX_DIMS 8
 
 typedef struct pf__file_map {
@@ -252,7 +257,7 @@ typedef struct pf__packed {
     const uint8_t *group_of;   /* GPTQ: I32 [cols], each input's group (g_idx); NULL: input / group_size */
     size_t block_rows, block_cols, scale_cols; /* FP8's scale grid */
     size_t group_size;         /* GPTQ, AWQ: inputs per group */
-    int bits;                  /* GPTQ, AWQ: 4 or 8 */
+    int bits;                  /* GPTQ, AWQ, CT_INT: 4 or 8 */
     int zero_offset;           /* GPTQ's v1 format: stored zeros are one less than the zeros */
     pf__dtype scale_dtype;
     int scale_e8m0;            /* FP8 scales stored as E8M0 exponents instead: 2^(byte - 127) */
@@ -272,7 +277,8 @@ PF_PRIVATE float pf__e4m3_to_f32(uint8_t code);
 PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, size_t n, float *out);
 /* Blocks [first, first + count) of row `row` of a matrix kept in blocks (its tensor's dtype): an
    MXFP4 matrix's as ggml's MXFP4 blocks (the E8M0 byte, then inputs i and i + 16 in byte i's
-   nibbles), a GPTQ or AWQ one's as Q4_G blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
+   nibbles), a 4-bit GPTQ, AWQ or compressed-tensors one's as Q4_G blocks, an 8-bit one's as Q8_G
+   blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
 PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and

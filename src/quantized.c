@@ -25,10 +25,13 @@
        `<name>_scales` U8 [..., out, in / 32]. These are not decoded where the ranks keep blocks
        (CPU ranks, dtype auto or q8_0): each row's blocks become ggml's MXFP4 blocks as they are
        copied, the same bits reordered, and the products run on them (PF__DTYPE_MXFP4).
-   A 4-bit GPTQ or AWQ matrix whose every 32 inputs lie in one group, with scales fp16 holds, is
-   kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16 scale, zero and
-   nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x zero, whose m
-   fp16 would round (a bias of up to 0.7 % of a step over the block, in half of llama-awq's groups).
+   A 4-bit GPTQ, AWQ or compressed-tensors matrix whose every 32 inputs lie in one group, with
+   scales fp16 holds, is kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16
+   scale, zero and nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x
+   zero, whose m fp16 would round (a bias of up to 0.7 % of a step over the block, in half of
+   llama-awq's groups). An 8-bit one (GPTQ's; compressed-tensors' pack- and naive-quantized int8)
+   whose every 32 inputs lie in one group becomes Q8_G blocks: the group's scale in fp32, its zero
+   and the 32 values, a byte each (37 bytes: 1.16 bytes a weight for the file's 1 and its scales).
    An FP8 matrix whose scale grid falls on 32 inputs (one scale, or blocks a multiple of 32 wide;
    compressed-tensors' float channels and groups too) is kept as E4M3 blocks: 32 codes as the file
    holds them after their scale in fp32, 36 bytes (1.125 bytes a weight; the file's 1 and its
@@ -80,20 +83,31 @@ static size_t pf__int_group(const pf__packed *p, size_t col) {
     return p->group_size ? col / p->group_size : 0;
 }
 
-/* compressed-tensors' value (row, col): the package's (q - zero) * scale. bits is 4 or 8, so no
-   field crosses a word. */
+/* compressed-tensors' q of (row, col), signed (pack-quantized stores it plus 2^(bits - 1)); bits is
+   4 or 8, so no field crosses a word. */
+static int pf__ct_q(const pf__packed *p, size_t row, size_t col) {
+    if (p->values_i8) return (int8_t)p->values[row * p->cols + col];
+    size_t words = (p->cols * (size_t)p->bits + 31) / 32;
+    return (int)pf__packed_field(p->values + 4 * row * words, col, p->bits) - (1 << (p->bits - 1));
+}
+
+/* The index of compressed-tensors' scale (and I8 zero) of (row, col). */
+static size_t pf__ct_scale_at(const pf__packed *p, size_t row, size_t col) {
+    return (p->scale_rows > 1 ? row : 0) * p->scale_cols + col / p->group_size;
+}
+
+/* compressed-tensors' zero of (row, col), signed: 0 where symmetric. */
+static int pf__ct_zero(const pf__packed *p, size_t row, size_t col) {
+    if (p->zero_layout == PF__CT_ZERO_I8) return (int8_t)p->zeros[pf__ct_scale_at(p, row, col)];
+    if (p->zero_layout != PF__CT_ZERO_PACKED) return 0;
+    size_t bit = row * (size_t)p->bits, g = col / p->group_size; /* group g's outputs packed in words down the rows */
+    return (int)((pf__le32(p->zeros + 4 * (bit / 32 * p->scale_cols + g)) >> (bit % 32)) & ((1u << p->bits) - 1)) -
+           (1 << (p->bits - 1));
+}
+
+/* compressed-tensors' value (row, col): the package's (q - zero) * scale. */
 static float pf__ct_value(const pf__packed *p, size_t row, size_t col) {
-    size_t g = col / p->group_size, at = (p->scale_rows > 1 ? row : 0) * p->scale_cols + g;
-    int offset = 1 << (p->bits - 1), q, zero = 0;
-    if (p->values_i8) q = (int8_t)p->values[row * p->cols + col];
-    else q = (int)pf__packed_field(p->values + 4 * row * ((p->cols * (size_t)p->bits + 31) / 32), col, p->bits) - offset;
-    if (p->zero_layout == PF__CT_ZERO_I8) {
-        zero = (int8_t)p->zeros[at];
-    } else if (p->zero_layout == PF__CT_ZERO_PACKED) { /* column g's outputs packed in words down the rows */
-        size_t bit = row * (size_t)p->bits;
-        zero = (int)((pf__le32(p->zeros + 4 * (bit / 32 * p->scale_cols + g)) >> (bit % 32)) & ((1u << p->bits) - 1)) - offset;
-    }
-    return (float)(q - zero) * pf__packed_scale(p, at);
+    return (float)(pf__ct_q(p, row, col) - pf__ct_zero(p, row, col)) * pf__packed_scale(p, pf__ct_scale_at(p, row, col));
 }
 
 /* MXFP4 input c of row `row`: its nibble (0..15, an index of pf__mxfp4_levels). */
@@ -102,16 +116,39 @@ static unsigned pf__mxfp4_nibble(const pf__packed *p, size_t row, size_t c) {
     return c % 2 ? byte >> 4 : byte & 15u;
 }
 
-/* GPTQ's or AWQ's blocks of 32 inputs as Q4_G blocks: each block lies in one group (pf__int_take
-   checked it), whose scale fp16 holds exactly (checked too). */
-static void pf__q4_g_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
-    for (size_t b = first; b < first + count; b++, out += 19) {
-        size_t col = b * 32, g = pf__int_group(p, col);
-        uint16_t scale = pf__f32_to_f16(pf__packed_scale(p, g * p->rows + row));
-        out[0] = (uint8_t)(scale & 255), out[1] = (uint8_t)(scale >> 8);
-        out[2] = (uint8_t)pf__int_zero(p, row, g);
-        for (size_t i = 0; i < 16; i++) /* input i in the low nibble, i + 16 in the high one */
-            out[3 + i] = (uint8_t)(pf__int_value(p, row, col + i) | pf__int_value(p, row, col + 16 + i) << 4);
+/* The 32 inputs from col of row `row` of a GPTQ, AWQ or compressed-tensors integer matrix, which lie
+   in one group (pf__int_blocks_dtype checked it): its scale (returned), zero and values, the zero
+   and values unsigned as Q4_G and Q8_G hold them (compressed-tensors' signed ones plus 2^(bits - 1):
+   the same differences). */
+static float pf__int_block(const pf__packed *p, size_t row, size_t col, int *zero, int *q) {
+    if (p->format == PF__PACKED_CT_INT) {
+        int offset = 1 << (p->bits - 1);
+        *zero = pf__ct_zero(p, row, col) + offset;
+        for (int i = 0; i < 32; i++) q[i] = pf__ct_q(p, row, col + (size_t)i) + offset;
+        return pf__packed_scale(p, pf__ct_scale_at(p, row, col));
+    }
+    size_t g = pf__int_group(p, col);
+    *zero = pf__int_zero(p, row, g);
+    for (int i = 0; i < 32; i++) q[i] = pf__int_value(p, row, col + (size_t)i);
+    return pf__packed_scale(p, g * p->rows + row);
+}
+
+/* An integer matrix's blocks of 32 inputs as Q4_G blocks (4 bits: the scale in fp16, which holds
+   it exactly: checked) or Q8_G blocks (8 bits: the scale in fp32). */
+static void pf__int_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
+    size_t bytes = pf__block_bytes(p->bits == 4 ? PF__DTYPE_Q4_G : PF__DTYPE_Q8_G);
+    for (size_t b = first; b < first + count; b++, out += bytes) {
+        int zero, q[32];
+        float scale = pf__int_block(p, row, b * 32, &zero, q);
+        if (p->bits == 4) { /* the scale, the zero, then input i in the low nibble, i + 16 in the high one */
+            uint16_t half = pf__f32_to_f16(scale);
+            out[0] = (uint8_t)(half & 255), out[1] = (uint8_t)(half >> 8), out[2] = (uint8_t)zero;
+            for (int i = 0; i < 16; i++) out[3 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+        } else { /* the scale, the zero, then the 32 values */
+            memcpy(out, &scale, sizeof scale);
+            out[4] = (uint8_t)zero;
+            for (int i = 0; i < 32; i++) out[5 + i] = (uint8_t)q[i];
+        }
     }
 }
 
@@ -132,7 +169,7 @@ PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t fi
         return;
     }
     if (p->format != PF__PACKED_MXFP4) {
-        pf__q4_g_row_blocks(p, row, first, count, out);
+        pf__int_row_blocks(p, row, first, count, out);
         return;
     }
     for (size_t b = first; b < first + count; b++, out += 17) {
@@ -525,9 +562,9 @@ static int pf__e4m3_holds(const pf__packed *p) {
     return p->cols % 32 == 0 && (!p->scale_cols || p->block_cols % 32 == 0);
 }
 
-/* FP8 (and compressed-tensors' float) scales: a scale that is not a finite number (or an E8M0 255)
-   is refused, naming the tensor. */
-static pf_result pf__fp8_scales_finite(const pf__packed *p, const pf__st_tensor *scale, char *message, size_t size) {
+/* FP8's and compressed-tensors' scales: a scale that is not a finite number (or an E8M0 255) is
+   refused, naming the tensor. */
+static pf_result pf__scales_finite(const pf__packed *p, const pf__st_tensor *scale, char *message, size_t size) {
     for (size_t i = 0; i < scale->numel; i++)
         if (!isfinite(pf__packed_scale(p, i)))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
@@ -573,7 +610,7 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                               (rows + q->block_rows - 1) / q->block_rows, p.scale_cols, rows, cols, q->block_rows,
                               q->block_cols);
     }
-    pf_result r = pf__fp8_scales_finite(&p, scale, message, size);
+    pf_result r = pf__scales_finite(&p, scale, message, size);
     if (r) return r;
     pf__packed *kept = pf__packed_new(index);
     if (!kept) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -608,31 +645,36 @@ static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, cons
     return PF_OK;
 }
 
-/* Whether a 4-bit GPTQ or AWQ matrix is Q4_G blocks exactly: every 32 inputs in one group (groups
-   of a multiple of 32, g_idx constant over each 32: desc_act with static groups), every scale an
-   fp16 number (F16 scales always are). Act order's permuted groups are not: those matrices are
-   decoded into the ranks' dtype (fp32 by default) as before, since keeping them in blocks would
-   need the activations permuted into the groups' order before each product. */
-static int pf__q4_g_holds(const pf__packed *p) {
-    if (p->bits != 4 || p->cols % 32) return 0;
+/* The block format that holds a GPTQ, AWQ or compressed-tensors integer matrix exactly: Q4_G (4
+   bits) or Q8_G (8 bits) where every 32 inputs of a row lie in one group (groups of a multiple of
+   32, or a row's or the tensor's; with g_idx, constant over each 32: desc_act with static groups)
+   and, for Q4_G, fp16 holds every scale (F16 scales always do; BF16 and F32 ones are checked value
+   by value: a BF16 scale below fp16's normal range may not be, an F32 one rarely is; Q8_G's fp32
+   holds any). Else PF__DTYPE_PACKED: decoded into the ranks' dtype (fp32 by default), as are act
+   order's permuted groups, since keeping them in blocks would need the activations permuted into
+   the groups' order before each product. */
+static pf__dtype pf__int_blocks_dtype(const pf__packed *p) {
+    if (p->cols % 32) return PF__DTYPE_PACKED;
     if (p->group_of) {
         for (size_t c = 0; c < p->cols; c++)
-            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return 0;
+            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return PF__DTYPE_PACKED;
     } else if (p->group_size % 32 && p->group_size < p->cols) {
-        return 0;
+        return PF__DTYPE_PACKED;
     }
-    size_t groups = (p->cols + p->group_size - 1) / p->group_size;
-    for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < groups * p->rows; i++) {
+    if (p->bits == 8) return PF__DTYPE_Q8_G;
+    size_t scales = p->format == PF__PACKED_CT_INT ? p->scale_rows * p->scale_cols
+                                                   : (p->cols + p->group_size - 1) / p->group_size * p->rows;
+    for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < scales; i++) {
         float scale = pf__packed_scale(p, i);
-        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return 0;
+        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return PF__DTYPE_PACKED;
     }
-    return 1;
+    return PF__DTYPE_Q4_G;
 }
 
 /* A GPTQ or AWQ module's qweight, qzeros, scales (and GPTQ's g_idx) as a packed [out, in] matrix;
-   its tensor, named as the unquantized weight, is written to *out: Q4_G where those blocks hold it
-   exactly (pf__q4_g_holds), else decoded (PF__DTYPE_PACKED). A scale that is not a finite number
-   is refused. */
+   its tensor, named as the unquantized weight, is written to *out: Q4_G or Q8_G where those blocks
+   hold it exactly (pf__int_blocks_dtype), else decoded (PF__DTYPE_PACKED). A scale that is not a
+   finite number is refused. */
 static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *qweight, size_t stem,
                               pf__st_tensor *out, char *message, size_t size) {
     const char *path = qweight->file->path;
@@ -689,7 +731,7 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                               "(%g, group %zu of output %zu)", path, scales->name, pf__packed_scale(p, i), i / rows,
                               i % rows);
     pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
-    if (!r && pf__q4_g_holds(p)) out->dtype = PF__DTYPE_Q4_G;
+    if (!r) out->dtype = pf__int_blocks_dtype(p);
     if (!r) qweight->used = zeros->used = scales->used = 1;
     return r;
 }
@@ -728,7 +770,9 @@ static pf_result pf__make_tensors(pf__st_index *index, const char *suffix, pf__t
 
 /* A compressed-tensors module's weight_scale, with its weight (naive- and float-quantized: I8 or
    F8_E4M3 [out, in], made packed in place) or weight_packed and weight_shape (pack-quantized: a
-   packed ".weight" tensor written to *out, *added set), and weight_zero_point (asymmetric). */
+   packed ".weight" tensor written to *out, *added set), and weight_zero_point (asymmetric): kept
+   in Q4_G, Q8_G or E4M3 blocks where they hold it, else decoded. A scale that is not a finite
+   number is refused. */
 static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_tensor *scale, size_t stem,
                              pf__st_tensor *out, char *message, size_t size) {
     const char *path = scale->file->path;
@@ -813,17 +857,17 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
         p->scale_rows = scale_rows, p->scale_cols = scale_cols, p->group_size = group, p->bits = q->bits;
     }
     scale->used = 1;
-    if (q->ct_float) {
-        pf_result r = pf__fp8_scales_finite(p, scale, message, size);
-        if (r) return r;
-    }
+    pf_result r = pf__scales_finite(p, scale, message, size);
+    if (r) return r;
+    pf__dtype kept = !q->ct_float ? pf__int_blocks_dtype(p) : pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
     if (!q->ct_packed) {
-        weight->dtype = q->ct_float && pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
+        weight->dtype = kept;
         weight->packed = p;
         return PF_OK;
     }
-    pf_result r = pf__packed_weight(index, out, scale->name, stem, rows, cols, packed, p, message, size);
+    r = pf__packed_weight(index, out, scale->name, stem, rows, cols, packed, p, message, size);
     if (r) return r;
+    out->dtype = kept;
     packed->used = shape->used = 1;
     return PF_OK;
 }

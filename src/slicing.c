@@ -318,8 +318,8 @@ static pf__dtype pf__storage_dtype(const pf__group *g, const pf__source *src, co
     if (g->backend->host_memory && src->layout == PF__LAYOUT_VECTOR) return PF__DTYPE_F32;
     if (pf__keeps_blocks(g) && PF__BLOCKED(src->dtype)) return src->dtype; /* pf__blocks_fit checked it */
     /* q8 products on a file's blocks: multiplied as they are, as llama.cpp does */
-    if (g->dtype == PF__DTYPE_Q8 && PF__BLOCKED(src->dtype) && src->dtype != PF__DTYPE_E4M3 && pf__blocks_fit(src, p))
-        return src->dtype; /* (E4M3 has no integer sub-blocks: quantized to q8_0 from its values) */
+    if (g->dtype == PF__DTYPE_Q8 && PF__INT8_PRODUCTS(src->dtype) && pf__blocks_fit(src, p))
+        return src->dtype; /* (E4M3 and Q8_G have no int8 sub-blocks: quantized to q8_0 from their values) */
     if (PF__QUANTIZED(g->dtype)) return pf__q8_fits(src, p) ? g->dtype : PF__DTYPE_F16;
     return g->dtype;
 }

@@ -20,6 +20,8 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
   llama-gptq         GPTQ's v1 "gptq" format, 4 bits, groups of 32, desc_act (act order: g_idx a
                      permuted grouping), asymmetric zeros (zero 0 included: v1 stores it as 15)
   llama-gptq8        GPTQ's "gptq_v2" format, 8 bits, one group (group_size -1), no g_idx
+  llama-gptq8-g64    GPTQ's v1 "gptq" format, 8 bits, groups of 64, asymmetric zeros (0 and 255 included), 256
+                     wide: kept in Q8_G blocks on 1 to 4 ranks
   llama-awq          AWQ's GEMM format, 4 bits, groups of 32
   llama-gptq-static  GPTQ v1, 4 bits, groups of 64, desc_act with static groups (static_groups: g_idx is
                      input // 64, what act order writes when the groups are fixed before it permutes)
@@ -34,6 +36,10 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
   llama-ct-naive     compressed-tensors "naive-quantized": int8 weights as I8, asymmetric, one scale and zero
                      for the tensor
   llama-ct-fp8       compressed-tensors "float-quantized": e4m3 weights, a BF16 scale per output (channel)
+  llama-ct-int8-g64  compressed-tensors "pack-quantized": 8 bits, asymmetric (zero points packed along the
+                     outputs), groups of 64, BF16 scales, 256 wide (1 to 4 ranks keep whole Q8_G blocks)
+  llama-ct-int4-ch   compressed-tensors "pack-quantized": 4 bits, symmetric, a scale per output (channel), BF16
+                     scales, 256 wide (Q4_G blocks on 1 to 4 ranks)
   gpt_oss-mxfp4      a gpt-oss (5 experts, top 3) whose experts are MXFP4 as the released checkpoints hold them
                      (quant_method "mxfp4": *_blocks and E8M0 *_scales), quantized here as the gguf package's
                      MXFP4 quantizer rounds; the reference is transformers dequantizing them on CPU
@@ -516,6 +522,7 @@ FIXTURE_BUILDERS = {
     "qwen3_moe-gptq": lambda: int_fixture("qwen3_moe-gptq", qwen3_moe_config(), "gptq", 4, 16, 800, act_order=True),
     "qwen3_moe-gptq32": lambda: int_fixture("qwen3_moe-gptq32", qwen3_moe_config(), "gptq", 4, 32, 1600,
                                             experts_only=True),
+    "llama-gptq8-g64": lambda: int_fixture("llama-gptq8-g64", llama_config(256, 384, 4), "gptq", 8, 64, 1700),
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),
     "llama-gptq-static": lambda: int_fixture("llama-gptq-static", llama_config(256, 384, 4), "gptq", 4, 64, 1400,
                                              act_order="static"),
@@ -530,6 +537,12 @@ FIXTURE_BUILDERS = {
     "llama-ct-fp8": lambda: ct_fixture("llama-ct-fp8", llama_config(64, 96, 4), "float-quantized",
                                        {"num_bits": 8, "type": "float", "strategy": "channel"}, 1200, torch.bfloat16,
                                        transformers_loads=False),
+    "llama-ct-int8-g64": lambda: ct_fixture("llama-ct-int8-g64", llama_config(256, 384, 4), "pack-quantized",
+                                            {"num_bits": 8, "symmetric": False, "strategy": "group", "group_size": 64},
+                                            1800, torch.bfloat16, transformers_loads=False),
+    "llama-ct-int4-ch": lambda: ct_fixture("llama-ct-int4-ch", llama_config(256, 384, 4), "pack-quantized",
+                                           {"num_bits": 4, "symmetric": True, "strategy": "channel"}, 1900,
+                                           torch.bfloat16),
     "gpt_oss-mxfp4": lambda: mxfp4_fixture("gpt_oss-mxfp4", gpt_oss_config(), 1300),
     "e4m3": e4m3_table,
 }

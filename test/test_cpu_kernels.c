@@ -979,6 +979,29 @@ static void test_e4m3_blocks(void) {
     free(values);
 }
 
+/* Q8_G (8-bit integer weights a block of 32: fp32 scale, zero byte, 32 value bytes) against its
+   definition, (q - zero) * scale in fp32: random blocks with 176 zeros of 0..255 (both ends), any value, and
+   scales of both signs from 2^-30 to 2^20; products against fp32 x only (q - zero is no int8). */
+static void test_q8_g_blocks(void) {
+    enum { BYTES = 37 };
+    size_t blocks_size = BLOCK_ROWS * BLOCK_COLS / 32 * BYTES;
+    unsigned char *blocks = (unsigned char *)malloc(blocks_size);
+    float *values = (float *)malloc(BLOCK_ROWS * BLOCK_COLS * sizeof(float));
+    uint64_t state = 37;
+    for (size_t b = 0; blocks && values && b < BLOCK_ROWS * BLOCK_COLS / 32; b++) {
+        unsigned char *block = blocks + b * BYTES;
+        random_bytes(&state, block, BYTES);
+        float scale = ldexpf(1.0f + (float)(block[0] | block[2] << 8) / 65536.0f, (int)(b % 51) - 30) *
+                      (block[1] & 1 ? -1.0f : 1.0f);
+        memcpy(block, &scale, 4);
+        block[4] = (unsigned char)(b * 7 % 256);
+        for (int i = 0; i < 32; i++) values[b * 32 + (size_t)i] = (float)(block[5 + i] - block[4]) * scale;
+    }
+    if (blocks && values) test_block_values("Q8_G-random", 18, 32, blocks, blocks_size, values, "(q - zero) * scale", 0);
+    free(blocks);
+    free(values);
+}
+
 static void test_block_formats(void) {
     static const struct { const char *name; int dtype; size_t values; } formats[] = { /* weights a block */
         {"Q8_0", 3, 32}, {"Q4_0", 4, 32}, {"Q4_1", 5, 32}, {"Q5_0", 6, 32}, {"Q5_1", 7, 32}, {"Q4_K", 8, 256},
@@ -992,6 +1015,7 @@ static void test_block_formats(void) {
     }
     test_q4_g_blocks();
     test_e4m3_blocks();
+    test_q8_g_blocks();
 }
 #endif
 
