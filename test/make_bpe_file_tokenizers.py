@@ -10,8 +10,9 @@ fixture:
     python3 test/make_tokenizer_cases.py
 
 There is no network to the hub, so each vocabulary is trained here on the corpus of
-make_encoder_tokenizers.py (tokenizers' BpeTrainer with end_of_word_suffix "</w>", deterministic),
-written in the files its checkpoints ship, and loaded with AutoTokenizer:
+make_encoder_tokenizers.py (tokenizers' BpeTrainer with end_of_word_suffix "</w>"; its ties fall
+differently from run to run, so a rerun writes other vocabularies and ids), written in the files
+its checkpoints ship, and loaded with AutoTokenizer:
 
   tokenizer-openai-gpt-files   OpenAIGPTTokenizer: vocab.json + merges.txt of a lowercased corpus,
                                tokenizer_config.json as save_pretrained writes it (no tokenizer.json)
@@ -20,6 +21,7 @@ written in the files its checkpoints ship, and loaded with AutoTokenizer:
   tokenizer-ctrl-files         CTRLTokenizer: "@@" pieces in vocab.json, "</w>" merges in merges.txt
   tokenizer-blenderbot-small   BlenderbotSmallTokenizer: the same, lowercased, with __newln__, as
                                save_pretrained writes it
+  tokenizer-blenderbot-small-cleanup  the same with clean_up_tokenization_spaces true (its decodes)
   tokenizer-phobert-files      PhobertTokenizer: fastBPE's vocab.txt ("<token> <count>") + bpe.codes
                                ("a b <count>"), as save_pretrained writes it
   tokenizer-bertweet-files     BertweetTokenizer (normalization false): the same files, a config that
@@ -160,6 +162,13 @@ def make_blenderbot_small():
     config_only(out, "BlenderbotSmallTokenizer")
     saved_config(out, ("vocab.json", "merges.txt"))
     write_cases(out, "BlenderbotSmallTokenizer")
+    cleanup = reset("tokenizer-blenderbot-small-cleanup")  # the same, decoded with clean_up_tokenization_spaces
+    for name in ("vocab.json", "merges.txt"):
+        (cleanup / name).write_bytes((out / name).read_bytes())
+    config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config["clean_up_tokenization_spaces"] = True
+    (cleanup / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    write_cases(cleanup, "BlenderbotSmallTokenizer")
 
 
 def write_fastbpe(out: Path, tokens, merges):

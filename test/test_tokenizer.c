@@ -1958,7 +1958,8 @@ static void tt_test_seq2seq(void) {
                                        "tokenizer-bart", "tokenizer-blenderbot", "tokenizer-byt5", "tokenizer-byt5-old",
                                        "tokenizer-marian", "tokenizer-m2m100", "tokenizer-m2m100-listed",
                                        "tokenizer-openai-gpt-files", "tokenizer-herbert-files", "tokenizer-ctrl-files",
-                                       "tokenizer-blenderbot-small", "tokenizer-phobert-files", "tokenizer-bertweet-files"};
+                                       "tokenizer-blenderbot-small", "tokenizer-blenderbot-small-cleanup",
+                                       "tokenizer-phobert-files", "tokenizer-bertweet-files"};
     static const struct {
         const char *dir, *tokenizer_class;
     } refused[] = {{"tokenizer-xlm-refused", "XLMTokenizer"}};
