@@ -1189,6 +1189,7 @@ typedef enum pf__tok_pattern {
     PF__PAT_QWEN2,   /* as LLAMA3 with \p{N} one digit at a time */
     PF__PAT_BLOOM,   /*  ?[^(\s|[.,!?…。，、।۔،])]+ */
     PF__PAT_WORD_NL, /* \S+\n? (CTRL's words) */
+    PF__PAT_WORD_NL_PY, /* the same with Python re's \s (str.isspace: U+001C .. U+001F too), PhoBERT's */
     PF__PAT_LITERAL, /* a string (a "String" pattern; Metaspace's replacement) */
     PF__PAT_FLAGS    /* one code point with any of the given PF__UC_* flags */
 } pf__tok_pattern;
@@ -1265,8 +1266,10 @@ typedef enum pf__tok_dec_kind {
     PF__DEC_BYTELEVEL, PF__DEC_REPLACE, PF__DEC_BYTEFALLBACK, PF__DEC_FUSE, PF__DEC_STRIP, PF__DEC_METASPACE,
     PF__DEC_BPE, PF__DEC_WORDPIECE,
     PF__DEC_UTF8_IGNORE, /* ByT5: the tokens' bytes as one token, less the bytes that are not valid UTF-8 */
-    PF__DEC_SPM          /* Marian's and M2M100's convert_tokens_to_string: runs between special tokens
+    PF__DEC_SPM,         /* Marian's and M2M100's convert_tokens_to_string: runs between special tokens
                             decoded by SentencePiece (t->spm), then stripped */
+    PF__DEC_WORD_BPE     /* the Python BPE classes' (CTRL's, PhoBERT's, ...) convert_tokens_to_string: the tokens
+                            joined by spaces, "@@ " removed, stripped */
 } pf__tok_dec_kind;
 
 typedef struct pf__tok_dec {
@@ -1331,7 +1334,10 @@ PF_PRIVATE uint32_t pf__trie_child(const pf__trie *tr, uint32_t node, unsigned c
 PF_PRIVATE void pf__trie_free(pf__trie *tr);
 
 /* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
-typedef enum pf__tok_model_kind { PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES } pf__tok_model_kind;
+/* PF__MODEL_WORD_BPE: the Python classes' BPE on strings (t->word_bpe), pieces looked up by their text */
+typedef enum pf__tok_model_kind {
+    PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES, PF__MODEL_WORD_BPE
+} pf__tok_model_kind;
 #define PF__BYTES_OFFSET 3 /* ByT5's <pad> <eos> <unk> come first */
 
 typedef struct pf__tok_piece { /* a Unigram piece: its string in vocab_text, and its score */
@@ -1435,14 +1441,24 @@ struct pf_tokenizer {
     struct pf_tokenizer *spm;
     int32_t *spm_ids;           /* [spm->num_pieces] */
     int spm_marian;             /* decode: a space after each special token, "▁" replaced (Marian) */
-    int spm_cleanup;            /* decode: clean_up_tokenization_spaces */
+    int cleanup_spaces;         /* decode: clean_up_tokenization_spaces (the Python classes' decode) */
     int spm_upper;              /* decode: each SentencePiece run upper-cased (Speech2Text's do_upper_case) */
     /* in spm itself: */
     unsigned char *spm_types;   /* [num_pieces]: each piece's SentencePiece type */
     unsigned spm_flags;         /* PF__SPM_DUMMY_PREFIX | ... of its normalizer_spec */
     char *spm_unk_surface;      /* what <unk> decodes to (trainer_spec.unk_surface) */
     size_t spm_unk_surface_len;
+
+    /* the Python BPE classes (CTRL, Blenderbot-small, PhoBERT, BERTweet): word_bpe's vocab is the
+       symbols their merges make (ids from 1; 0 stands for a character no merge has), its merges
+       those of the strings, ranked */
+    struct pf_tokenizer *word_bpe;
+    int word_bpe_blenderbot;  /* Blenderbot-small's bpe(): punctuation set apart, newlines as __newln__,
+                                 each piece lowercased as Python's str.lower() */
+    unsigned char *py_cased;  /* for that lower(): a bitmap of the code points below PF__PY_CASED_END that
+                                 are cased (final sigma) */
 };
+#define PF__PY_CASED_END 0x20000u
 PF_PRIVATE uint32_t pf__tok_hash(const char *s, size_t len);
 PF_PRIVATE size_t pf__tok_pow2_at_least(size_t n);
 PF_PRIVATE int32_t pf__tok_vocab_find(const pf_tokenizer *t, const char *s, size_t len);
@@ -1475,6 +1491,7 @@ typedef struct pf__tok_ctx {
     pf__tok_buf pre[PF__TOK_MAX_PRE]; /* pre-tokenizer stages that rewrite text */
     pf__tok_buf unit;               /* a BPE unit with prefix / suffix */
     pf__tok_buf mapped;             /* a word as byte-level characters (ignore_merges) */
+    pf__tok_buf word[2];            /* Blenderbot-small: a word rewritten, a piece of it lowercased */
     struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
     size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
     size_t lattice_cap, path_cap;
@@ -1495,6 +1512,10 @@ typedef struct pf__tok_node { /* the best segmentation of a word's bytes up to h
     int reached;
 } pf__tok_node;
 PF_PRIVATE int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len);
+PF_PRIVATE unsigned char *pf__py_cased_bitmap(void);
+
+/* ---- src/tokenizer_split.c ---- */
+PF_PRIVATE int pf__py_space(uint32_t cp);
 
 /* ---- src/tokenizer_load.c ---- */
 PF_PRIVATE int pf__tok_json_bool(const pf__json *obj, const char *key, int def);
@@ -1506,6 +1527,16 @@ PF_PRIVATE size_t pf__tok_vocab_insert(pf_tokenizer *t, const char *s, size_t le
 PF_PRIVATE pf_result pf__tok_set_vocab(pf_tokenizer *t, const pf__json *vocab, const char *what,
                                    const char *path, char *err, size_t err_size);
 PF_PRIVATE void pf__tok_merge_put(pf_tokenizer *t, int32_t a, int32_t b, uint32_t rank, int32_t ab);
+typedef struct pf__tok_merge_text { /* a merge rule as read: two token strings */
+    const char *a, *b;
+    size_t a_len, b_len;
+} pf__tok_merge_text;
+PF_PRIVATE pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *merges, size_t n,
+                                    const char *path, char *err, size_t err_size);
+PF_PRIVATE pf_result pf__tok_read_merges_txt(const char *path, char **text, pf__tok_merge_text **mt, size_t *n,
+                                             size_t *word_ends, char *err, size_t err_size);
+PF_PRIVATE pf_result pf__tok_read_components(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
+                                             size_t err_size);
 PF_PRIVATE pf_result pf__tok_add_token(pf_tokenizer *t, const char *content, size_t len, int32_t id,
                                    int special, int normalized, int lstrip, int rstrip, int single_word);
 PF_PRIVATE char *pf__tok_dup(const char *s, size_t n);
@@ -1523,9 +1554,16 @@ PF_PRIVATE pf_result pf__tok_read_json(const char *path, int optional, pf__json 
 PF_PRIVATE pf_result pf__tok_read_added_decoder(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
                                             size_t err_size);
 PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *err, size_t err_size);
+PF_PRIVATE pf_result pf__tok_listed_specials(pf_tokenizer *t, const pf__json *config, int32_t next_id,
+                                             const char *config_path, char *err, size_t err_size);
 PF_PRIVATE int32_t pf__tok_config_token(const pf_tokenizer *t, const pf__json *config, const char *key);
 PF_PRIVATE pf_result pf__tok_from_byt5(pf_tokenizer *t, const pf__json *config, const char *path, char *err,
                                    size_t err_size);
+
+/* ---- src/tokenizer_bpe_files.c ---- */
+PF_PRIVATE int pf__tok_bpe_files_class(const char *tokenizer_class);
+PF_PRIVATE pf_result pf__tok_from_bpe_files(pf_tokenizer *t, const char *dir, const pf__json *config, const char *config_path,
+                                            char *err, size_t err_size);
 
 /* ---- src/sentencepiece.c ---- */
 PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out, char *err, size_t err_size);

@@ -393,37 +393,6 @@ static pf_result pf__spm_files_options_read(const pf__json *config, int kind, co
     return PF_OK;
 }
 
-/* additional_special_tokens (or extra_special_tokens): special from now on where already added,
-   else added with their vocab.json id or the next free one after next_id. */
-static pf_result pf__spm_files_listed_specials(pf_tokenizer *t, const pf__json *config, int32_t next_id,
-                                               const char *config_path, char *err, size_t err_size) {
-    const pf__json *list = pf__json_get(config, "additional_special_tokens");
-    if (!list || list->type == PF__JSON_NULL) list = pf__json_get(config, "extra_special_tokens");
-    if (list && list->type != PF__JSON_ARRAY && list->type != PF__JSON_NULL) {
-        snprintf(err, err_size, "%s: additional_special_tokens is not a list", config_path);
-        return PF_ERROR_FORMAT;
-    }
-    for (size_t i = 0; i < t->num_added; i++)
-        if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
-    for (const pf__json *e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
-        const pf__json *c = e->type == PF__JSON_OBJECT ? pf__json_get(e, "content") : e;
-        pf__tok_added *a;
-        int32_t id;
-        if (!c || c->type != PF__JSON_STRING || !c->string_len) {
-            snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", config_path);
-            return PF_ERROR_FORMAT;
-        }
-        if ((a = pf__tok_added_find(t, c->string, c->string_len))) {
-            a->special = 1;
-            a->unmatched = 0;
-            continue;
-        }
-        if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
-        if (pf__tok_add_token(t, c->string, c->string_len, id, 1, 0, 0, 0, 0)) return pf__tok_out_of_memory(config_path, err, err_size);
-    }
-    return PF_OK;
-}
-
 /* The added tokens: the config's, the language codes, the named special tokens, the listed ones. */
 static pf_result pf__spm_files_added(pf_tokenizer *t, const char *dir, const pf__json *config, int kind,
                                      const pf__spm_files_options *o, const char *config_path, char *err, size_t err_size) {
@@ -451,7 +420,7 @@ static pf_result pf__spm_files_added(pf_tokenizer *t, const char *dir, const pf_
         return PF_ERROR_FORMAT;
     }
     if (oom) return pf__tok_out_of_memory(dir, err, err_size);
-    return pf__spm_files_listed_specials(t, config, (int32_t)(t->vocab_count + o->num_langs), config_path, err, err_size);
+    return pf__tok_listed_specials(t, config, (int32_t)(t->vocab_count + o->num_langs), config_path, err, err_size);
 }
 
 /* The SentencePiece model (m, parsed from data, both the caller's to free), its pieces' ids
@@ -553,7 +522,7 @@ static pf_result pf__tok_from_spm_files(pf_tokenizer *t, const char *dir, const 
     t->model = t->spm->model;
     t->spm_marian = kind == PF__SPM_FILES_MARIAN;
     t->spm_upper = o.upper;
-    t->spm_cleanup = o.cleanup;
+    t->cleanup_spaces = o.cleanup;
     t->has_decoder = 1;
     r = pf__tok_add_dec(t, PF__DEC_SPM) ? pf__tok_finish(t, path, err, err_size) : pf__tok_out_of_memory(dir, err, err_size);
     goto done;
@@ -572,17 +541,19 @@ done:
 static const struct {
     const char *name, *needs;
 } pf__tok_slow_only[] = {
-    {"BlenderbotSmallTokenizer", "its own lowercasing BPE with \"@@\" continuations in vocab.json + merges.txt"},
-    {"FSMTTokenizer", "Moses tokenization and BPE in vocab-src.json / vocab-tgt.json + merges.txt"},
-    {"XLMTokenizer", "Moses tokenization and BPE in vocab.json + merges.txt"},
-    {"CTRLTokenizer", "its own BPE with \"@@\" continuations in vocab.json + merges.txt"},
-    {"OpenAIGPTTokenizer", "BERT-style splitting and BPE with </w> in vocab.json + merges.txt"},
+    {"FSMTTokenizer", "Moses tokenization (sacremoses: its punctuation rules and per-language nonbreaking-prefix lists, "
+                      "data this library does not carry) and BPE in vocab-src.json / vocab-tgt.json + merges.txt"},
+    {"XLMTokenizer", "Moses tokenization (sacremoses: its punctuation rules and per-language nonbreaking-prefix lists, "
+                     "data this library does not carry; Chinese, Thai and Japanese through jieba, PyThaiNLP, KyTea) "
+                     "and BPE in vocab.json + merges.txt"},
+    {"FlaubertTokenizer", "Moses tokenization as XLM's (sacremoses' punctuation rules and nonbreaking-prefix lists), "
+                          "lowercasing and accents stripped as its do_lowercase says, and BPE in vocab.json + merges.txt"},
     {"Wav2Vec2CTCTokenizer", "a character vocabulary for CTC output (pf_ctc_decode reads its vocab.json)"},
 };
 
 /* The tokenizer classes transformers builds as a byte-level BPE (GPT-2's bytes-to-unicode
    alphabet and split pattern) from vocab.json + merges.txt, with or without "Fast": the only kind
-   read from those files. Any other class with them (HerBERT's and CLIP's </w> BPE, Qwen2's own
+   read from those files (besides pf__tok_bpe_files_class). Any other class with them (CLIP's </w> BPE, Qwen2's own
    split pattern, ...) would give wrong ids: refused, with the way to write its tokenizer.json. */
 static int pf__tok_byte_level_class(const char *tokenizer_class) {
     static const char *const classes[] = {"GPT2Tokenizer", "RobertaTokenizer", "BartTokenizer", "LongformerTokenizer",
@@ -670,21 +641,22 @@ static pf_result pf__tok_read_chat_template(pf_tokenizer *t, const char *dir, co
 }
 
 /* bos / eos from dir's tokenizer_config.json, when there is one; from vocab.json + merges.txt,
-   <|endoftext|> where the config names none (transformers' GPT-2 tokenizer's defaults). Also the
+   <|endoftext|> where the config names none (transformers' GPT-2 tokenizer's defaults); left as
+   they are when the loader set them (bos_eos_set: the class's defaults, or the config's). Also the
    tokens' text and the chat template. */
-static pf_result pf__tok_read_specials(pf_tokenizer *t, const char *dir, int gpt2_defaults, char *err,
+static pf_result pf__tok_read_specials(pf_tokenizer *t, const char *dir, int gpt2_defaults, int bos_eos_set, char *err,
                                        size_t err_size) {
     char path[4096];
     pf__json *config = NULL;
     pf_result r;
-    t->bos_id = t->eos_id = -1;
+    if (!bos_eos_set) t->bos_id = t->eos_id = -1;
     if (gpt2_defaults) t->bos_id = t->eos_id = pf__tok_vocab_find(t, "<|endoftext|>", 13);
     if (pf__path_join(path, sizeof path, dir, "tokenizer_config.json")) {
         snprintf(err, err_size, "%.200s: the path is too long", dir);
         return PF_ERROR_INVALID_ARGUMENT;
     }
     if ((r = pf__tok_read_json(path, 1, &config, err, err_size)) != PF_OK) return r;
-    if (config) {
+    if (config && !bos_eos_set) {
         if (!gpt2_defaults || pf__json_get(config, "bos_token")) t->bos_id = pf__tok_config_token(t, config, "bos_token");
         if (!gpt2_defaults || pf__json_get(config, "eos_token")) t->eos_id = pf__tok_config_token(t, config, "eos_token");
         if (pf__tok_config_token_text(config, "bos_token", &t->bos_token) ||
@@ -708,7 +680,7 @@ PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out,
     char path[4096], local_err[8];
     pf_tokenizer *t;
     pf_result r;
-    int from_files = 0;
+    int from_files = 0, bos_eos_set = 0;
     if (!err || !err_size) { /* messages are then cut short, never written out of bounds */
         err = local_err;
         err_size = sizeof local_err;
@@ -755,11 +727,15 @@ PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out,
                                                        : !strcmp(cls->string, "M2M100Tokenizer") ? PF__SPM_FILES_M2M100
                                                                                                  : PF__SPM_FILES_SPEECH2TEXT,
                                        config_path, err, err_size);
+        } else if (cls && cls->type == PF__JSON_STRING && pf__tok_bpe_files_class(cls->string)) {
+            r = pf__tok_from_bpe_files(t, dir, config, config_path, err, err_size);
+            bos_eos_set = 1;
         } else if (cls && cls->type == PF__JSON_STRING &&
                    (i = pf__tok_slow_index(cls->string)) < n_slow) {
             snprintf(err, err_size, "%s: %s has no tokenizer.json (transformers has no fast version of it) and is "
                      "not supported: it needs %s. Supported without tokenizer.json: vocab.json + merges.txt of a "
-                     "byte-level BPE (GPT-2, RoBERTa, BART, ...) and ByT5Tokenizer", dir, pf__tok_slow_only[i].name,
+                     "byte-level BPE (GPT-2, RoBERTa, BART, ...), ByT5, Marian, M2M100, Speech2Text, OpenAI GPT, "
+                     "HerBERT, CTRL, Blenderbot-small, PhoBERT and BERTweet", dir, pf__tok_slow_only[i].name,
                      pf__tok_slow_only[i].needs);
             r = PF_ERROR_UNSUPPORTED;
         } else if (cls && cls->type == PF__JSON_STRING && !pf__tok_byte_level_class(cls->string) &&
@@ -778,7 +754,7 @@ PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out,
         }
         pf__json_free(config);
     }
-    if (r == PF_OK) r = pf__tok_read_specials(t, dir, from_files, err, err_size);
+    if (r == PF_OK) r = pf__tok_read_specials(t, dir, from_files, bos_eos_set, err, err_size);
     if (r != PF_OK) {
         pf_tokenizer_free(t);
         return r;

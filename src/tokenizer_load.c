@@ -110,11 +110,6 @@ PF_PRIVATE pf_result pf__tok_set_vocab(pf_tokenizer *t, const pf__json *vocab, c
     return PF_OK;
 }
 
-typedef struct pf__tok_merge_text { /* a merge rule as read: two token strings */
-    const char *a, *b;
-    size_t a_len, b_len;
-} pf__tok_merge_text;
-
 /* Splits "a b" into its two tokens; -1 unless it has exactly one space (HF's rule). */
 static int pf__tok_split_merge_line(const char *s, size_t len, pf__tok_merge_text *m) {
     const char *sp = (const char *)memchr(s, ' ', len);
@@ -140,7 +135,7 @@ PF_PRIVATE void pf__tok_merge_put(pf_tokenizer *t, int32_t a, int32_t b, uint32_
 /* Resolves merge rules to ids; the rank is the index. Every token, and each pair's concatenation
    (less the continuing_subword_prefix's length at the start of the second, as HF does), must be
    in the vocab. A repeated pair keeps its last rank, as HF's hash map does. */
-static pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *merges, size_t n,
+PF_PRIVATE pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *merges, size_t n,
                                     const char *path, char *err, size_t err_size) {
     size_t cap = pf__tok_pow2_at_least(2 * n + 1), r, buf_cap = 0;
     char *buf = NULL;
@@ -199,6 +194,46 @@ static pf_result pf__tok_set_merges(pf_tokenizer *t, const pf__tok_merge_text *m
     }
     free(buf);
     return res;
+}
+
+/* merges.txt as tokenizers reads it: a line "a b" per merge, ranked in order; "#version" lines
+   and blank ones skipped. *text holds the strings *mt points into (both the caller's to free, also
+   on failure); *word_ends counts the merges whose line ends with "</w>". */
+PF_PRIVATE pf_result pf__tok_read_merges_txt(const char *path, char **text, pf__tok_merge_text **mt, size_t *n,
+                                             size_t *word_ends, char *err, size_t err_size) {
+    size_t len, cap = 0, line = 0, i;
+    pf_result r;
+    *text = NULL;
+    *mt = NULL;
+    *n = *word_ends = 0;
+    if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, text, &len, err, err_size)) != PF_OK) return r;
+    for (i = 0; i < len;) {
+        size_t end = i, l;
+        const char *s = *text + i;
+        while (end < len && (*text)[end] != '\n') end++;
+        l = end - i;
+        line++;
+        i = end + 1;
+        if (l && s[l - 1] == '\r') l--;
+        if (l == 0 || (l >= 8 && !memcmp(s, "#version", 8))) continue;
+        *word_ends += l >= 4 && !memcmp(s + l - 4, "</w>", 4);
+        if (*n == cap) {
+            size_t c2 = cap ? 2 * cap : 1024;
+            pf__tok_merge_text *p = (pf__tok_merge_text *)realloc(*mt, c2 * sizeof *p);
+            if (!p) {
+                snprintf(err, err_size, "%s: out of memory", path);
+                return PF_ERROR_OUT_OF_MEMORY;
+            }
+            *mt = p;
+            cap = c2;
+        }
+        if (pf__tok_split_merge_line(s, l, &(*mt)[*n])) {
+            snprintf(err, err_size, "%s: line %zu is not two tokens separated by one space", path, line);
+            return PF_ERROR_FORMAT;
+        }
+        (*n)++;
+    }
+    return PF_OK;
 }
 
 /* Puts added token i into the content hash (which has room). */
@@ -1302,6 +1337,17 @@ static pf_result pf__tok_read_unigram(pf_tokenizer *t, const pf__json *model, co
     return PF_OK;
 }
 
+/* A tokenizer.json's normalizer, pre_tokenizer, decoder and post_processor (each may be absent). */
+PF_PRIVATE pf_result pf__tok_read_components(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
+                                             size_t err_size) {
+    pf_result r;
+    if ((r = pf__tok_read_normalizer(t, pf__json_get(root, "normalizer"), 0, path, err, err_size)) != PF_OK ||
+        (r = pf__tok_read_pretok(t, pf__json_get(root, "pre_tokenizer"), 0, path, err, err_size)) != PF_OK ||
+        (r = pf__tok_read_decoder(t, pf__json_get(root, "decoder"), 0, path, err, err_size)) != PF_OK)
+        return r;
+    return pf__tok_read_post(t, pf__json_get(root, "post_processor"), 0, path, err, err_size);
+}
+
 /* tokenizer.json: model, added_tokens, normalizer, pre_tokenizer, decoder, post_processor. */
 PF_PRIVATE pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, const char *path, char *err,
                                    size_t err_size) {
@@ -1335,11 +1381,7 @@ PF_PRIVATE pf_result pf__tok_from_json(pf_tokenizer *t, const pf__json *root, co
             if ((r = pf__tok_read_added(t, e, -1, &next_id, path, err, err_size)) != PF_OK) return r;
     }
 
-    if ((r = pf__tok_read_normalizer(t, pf__json_get(root, "normalizer"), 0, path, err, err_size)) != PF_OK ||
-        (r = pf__tok_read_pretok(t, pf__json_get(root, "pre_tokenizer"), 0, path, err, err_size)) != PF_OK ||
-        (r = pf__tok_read_decoder(t, pf__json_get(root, "decoder"), 0, path, err, err_size)) != PF_OK ||
-        (r = pf__tok_read_post(t, pf__json_get(root, "post_processor"), 0, path, err, err_size)) != PF_OK)
-        return r;
+    if ((r = pf__tok_read_components(t, root, path, err, err_size)) != PF_OK) return r;
     return pf__tok_finish(t, path, err, err_size);
 }
 /* Reads and parses a JSON file; *root NULL and PF_OK when optional and absent. */
@@ -1391,7 +1433,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
     char path[4096];
     pf__json *vocab = NULL, *config = NULL;
     char *text = NULL;
-    size_t len, n = 0, cap = 0, line = 0, i, word_ends = 0;
+    size_t n = 0, word_ends = 0;
     pf__tok_merge_text *mt = NULL;
     pf_result r;
     int add_prefix_space = 0;
@@ -1402,35 +1444,7 @@ PF_PRIVATE pf_result pf__tok_from_files(pf_tokenizer *t, const char *dir, char *
     if ((r = pf__tok_set_vocab(t, vocab, NULL, path, err, err_size)) != PF_OK) goto done;
 
     if (pf__path_join(path, sizeof path, dir, "merges.txt")) goto too_long;
-    if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, &text, &len, err, err_size)) != PF_OK) goto done;
-    for (i = 0; i < len;) { /* lines; "#version" lines and blank ones are skipped */
-        size_t end = i, l;
-        const char *s = text + i;
-        while (end < len && text[end] != '\n') end++;
-        l = end - i;
-        line++;
-        i = end + 1;
-        if (l && s[l - 1] == '\r') l--;
-        if (l == 0 || (l >= 8 && !memcmp(s, "#version", 8))) continue;
-        word_ends += l >= 4 && !memcmp(s + l - 4, "</w>", 4);
-        if (n == cap) {
-            size_t c2 = cap ? 2 * cap : 1024;
-            pf__tok_merge_text *p = (pf__tok_merge_text *)realloc(mt, c2 * sizeof *p);
-            if (!p) {
-                snprintf(err, err_size, "%s: out of memory", path);
-                r = PF_ERROR_OUT_OF_MEMORY;
-                goto done;
-            }
-            mt = p;
-            cap = c2;
-        }
-        if (pf__tok_split_merge_line(s, l, &mt[n])) {
-            snprintf(err, err_size, "%s: line %zu is not two tokens separated by one space", path, line);
-            r = PF_ERROR_FORMAT;
-            goto done;
-        }
-        n++;
-    }
+    if ((r = pf__tok_read_merges_txt(path, &text, &mt, &n, &word_ends, err, err_size)) != PF_OK) goto done;
     if (2 * word_ends > n) { /* most merges end words: OpenAI GPT's, CLIP's, HerBERT's kind, not bytes */
         snprintf(err, err_size, "%s: a BPE whose merges end words with </w>, not a byte-level BPE (the only kind read from "
                  "vocab.json + merges.txt); write its tokenizer.json once with transformers: python -c \"import transformers "
@@ -1480,6 +1494,37 @@ done:
     free(text);
     free(mt);
     return r;
+}
+
+/* additional_special_tokens (or extra_special_tokens): special from now on where already added,
+   else added with their vocab.json id or the next free one after next_id. */
+PF_PRIVATE pf_result pf__tok_listed_specials(pf_tokenizer *t, const pf__json *config, int32_t next_id,
+                                             const char *config_path, char *err, size_t err_size) {
+    const pf__json *list = pf__json_get(config, "additional_special_tokens");
+    if (!list || list->type == PF__JSON_NULL) list = pf__json_get(config, "extra_special_tokens");
+    if (list && list->type != PF__JSON_ARRAY && list->type != PF__JSON_NULL) {
+        snprintf(err, err_size, "%s: additional_special_tokens is not a list", config_path);
+        return PF_ERROR_FORMAT;
+    }
+    for (size_t i = 0; i < t->num_added; i++)
+        if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
+    for (const pf__json *e = list && list->type == PF__JSON_ARRAY ? list->first : NULL; e; e = e->next) {
+        const pf__json *c = e->type == PF__JSON_OBJECT ? pf__json_get(e, "content") : e;
+        pf__tok_added *a;
+        int32_t id;
+        if (!c || c->type != PF__JSON_STRING || !c->string_len) {
+            snprintf(err, err_size, "%s: additional_special_tokens holds a non-string", config_path);
+            return PF_ERROR_FORMAT;
+        }
+        if ((a = pf__tok_added_find(t, c->string, c->string_len))) {
+            a->special = 1;
+            a->unmatched = 0;
+            continue;
+        }
+        if ((id = pf__tok_vocab_find(t, c->string, c->string_len)) < 0) id = next_id++;
+        if (pf__tok_add_token(t, c->string, c->string_len, id, 1, 0, 0, 0, 0)) return pf__tok_out_of_memory(config_path, err, err_size);
+    }
+    return PF_OK;
 }
 
 /* The id of a tokenizer_config.json special token (a string, or an object with "content"): an

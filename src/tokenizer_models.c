@@ -57,6 +57,8 @@ void pf_tokenizer_free(pf_tokenizer *tokenizer) {
     free(tokenizer->spm_ids);
     free(tokenizer->spm_types);
     free(tokenizer->spm_unk_surface);
+    pf_tokenizer_free(tokenizer->word_bpe);
+    free(tokenizer->py_cased);
     free(tokenizer);
 }
 
@@ -274,6 +276,8 @@ PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
     for (k = 0; k < PF__TOK_MAX_PRE; k++) free(c->pre[k].p);
     free(c->unit.p);
     free(c->mapped.p);
+    free(c->word[0].p);
+    free(c->word[1].p);
     free(c->lattice);
     free(c->path);
     free(c->added_at[0]);
@@ -707,6 +711,8 @@ static int pf__tok_bpe_emit_spm(pf__tok_ctx *c, const unsigned char *s, size_t l
     return 0;
 }
 
+static int pf__tok_bpe_merge(const pf_tokenizer *t, pf__tok_ctx *c, size_t nsym);
+
 /* The BPE model on one word, s[0 .. len): emits its ids. 0, or -1 when out of memory. As HF's
    BPE::merge_word: each unit (a byte's character when byte-level, else a character), with the
    continuing_subword_prefix when not first and the end_of_word_suffix when last, is its token;
@@ -715,7 +721,7 @@ static int pf__tok_bpe_emit_spm(pf__tok_ctx *c, const unsigned char *s, size_t l
    tokens can come before it); else nothing. Then the merges. */
 static int pf__tok_bpe(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     const pf_tokenizer *t = c->t;
-    size_t i, k, nsym = 0, nheap = 0;
+    size_t i, k, nsym = 0;
     int32_t unk = -1;
     uint32_t pos, cp;
     if (len == 0) return 0;
@@ -782,6 +788,17 @@ static int pf__tok_bpe(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     }
     if (unk >= 0 && pf__tok_sym_add(c, &nsym, unk)) return -1;
     if (nsym == 0) return 0;
+    if (pf__tok_bpe_merge(t, c, nsym)) return -1;
+    if (c->outer) return pf__tok_bpe_emit_spm(c, s, len);
+    for (pos = 0; pos != UINT32_MAX; pos = c->sym[pos].next) pf__tok_emit(c, c->sym[pos].id);
+    return 0;
+}
+
+/* Merges the symbols c->sym[0 .. nsym) (nsym > 0) by t's merges, lowest rank first (leftmost on
+   ties), as HF's Word::merge_all: the symbols left are a list from 0 (next). 0, or -1 when out of memory. */
+static int pf__tok_bpe_merge(const pf_tokenizer *t, pf__tok_ctx *c, size_t nsym) {
+    size_t nheap = 0;
+    uint32_t pos;
     for (pos = 0; pos < nsym; pos++) {
         c->sym[pos].prev = pos == 0 ? UINT32_MAX : pos - 1;
         c->sym[pos].next = pos + 1 == nsym ? UINT32_MAX : pos + 1;
@@ -805,8 +822,184 @@ static int pf__tok_bpe(pf__tok_ctx *c, const unsigned char *s, size_t len) {
         if (left->prev != UINT32_MAX) pf__tok_push_pair(t, c, &nheap, left->prev);
         pf__tok_push_pair(t, c, &nheap, top.pos);
     }
-    if (c->outer) return pf__tok_bpe_emit_spm(c, s, len);
-    for (pos = 0; pos != UINT32_MAX; pos = c->sym[pos].next) pf__tok_emit(c, c->sym[pos].id);
+    return 0;
+}
+
+/* ---- the Python classes' BPE (CTRL, Blenderbot-small, PhoBERT, BERTweet) ---- */
+
+/* Python's _PyUnicode_IsCaseIgnorable, near enough: nonspacing and enclosing marks, format
+   characters, modifier letters and symbols, and the apostrophes, periods and colons that join words. */
+static int pf__py_case_ignorable(uint32_t cp) {
+    static const uint32_t ranges[][2] = {
+        {0x27, 0x27}, {0x2E, 0x2E}, {0x3A, 0x3A}, {0x5E, 0x5E}, {0x60, 0x60}, {0xA8, 0xA8}, {0xAD, 0xAD}, {0xAF, 0xAF},
+        {0xB4, 0xB4}, {0xB7, 0xB8}, {0x2B0, 0x2FF}, {0x374, 0x375}, {0x37A, 0x37A}, {0x384, 0x385}, {0x387, 0x387},
+        {0x488, 0x489}, {0x559, 0x559}, {0x55F, 0x55F}, {0x5F4, 0x5F4}, {0x640, 0x640}, {0x6E5, 0x6E6},
+        {0x1ABE, 0x1ABE}, {0x1D2C, 0x1D6A}, {0x1D78, 0x1D78}, {0x1D9B, 0x1DBF}, {0x2018, 0x2019}, {0x2024, 0x2024},
+        {0x2027, 0x2027}, {0x2071, 0x2071}, {0x207F, 0x207F}, {0x2090, 0x209C}, {0x20DD, 0x20E0}, {0x20E2, 0x20E4},
+        {0x2C7C, 0x2C7D}, {0x2E2F, 0x2E2F}, {0x3005, 0x3005}, {0x3031, 0x3035}, {0x303B, 0x303B}, {0x309B, 0x309E},
+        {0x30FC, 0x30FE}, {0xA670, 0xA672}, {0xFE13, 0xFE13}, {0xFE52, 0xFE52}, {0xFE55, 0xFE55}, {0xFF07, 0xFF07},
+        {0xFF0E, 0xFF0E}, {0xFF1A, 0xFF1A}, {0xFF3E, 0xFF3E}, {0xFF40, 0xFF40}, {0xFF70, 0xFF70}, {0xFF9E, 0xFF9F},
+        {0xFFE3, 0xFFE3}, {0x1F3FB, 0x1F3FF}};
+    unsigned cls = pf__unicode_class(cp);
+    size_t i;
+    if (cp == PF__UTF8_INVALID) return 0;
+    if (cls & PF__UC_MN) return 1;
+    if ((cls & PF__UC_CTRL) && cp >= 0x20 && !(cp >= 0x7F && cp <= 0x9F) && !(cp >= 0xE000 && cp <= 0xF8FF) &&
+        cp < 0xF0000) /* Cf (not Cc, nor private use) */
+        return 1;
+    for (i = 0; i < PF__TOK_LEN(ranges); i++)
+        if (cp >= ranges[i][0] && cp <= ranges[i][1]) return 1;
+    return 0;
+}
+
+/* The bitmap of tokenizer t's py_cased: the code points that have a lowercase or are one, and the
+   lowercase letters and modifiers without a capital that Python counts as cased. NULL when out of memory. */
+PF_PRIVATE unsigned char *pf__py_cased_bitmap(void) {
+    static const uint32_t more[][2] = { /* Ll without an uppercase, Other_Lowercase */
+        {0xAA, 0xAA}, {0xBA, 0xBA}, {0x130, 0x130}, {0x138, 0x138}, {0x149, 0x149}, {0x17F, 0x17F}, {0x18D, 0x18D},
+        {0x19B, 0x19B}, {0x1AA, 0x1AB}, {0x1BA, 0x1BA}, {0x1BE, 0x1BE}, {0x221, 0x221}, {0x234, 0x239},
+        {0x250, 0x2B8}, {0x2C0, 0x2C1}, {0x2E0, 0x2E4}, {0x345, 0x345}, {0x37A, 0x37A}, {0x390, 0x390},
+        {0x3B0, 0x3B0}, {0x1D00, 0x1DBF}, {0x1E96, 0x1E9D}, {0x2071, 0x2071}, {0x207F, 0x207F}, {0x2090, 0x209C},
+        {0x2C7C, 0x2C7D}, {0xA69C, 0xA69D}, {0xA770, 0xA770}, {0xA7F8, 0xA7F9}, {0xAB5C, 0xAB5F}};
+    unsigned char *bits = (unsigned char *)calloc(PF__PY_CASED_END / 8, 1);
+    uint32_t cp;
+    size_t i;
+    if (!bits) return NULL;
+    for (cp = 0; cp < PF__PY_CASED_END; cp++) {
+        uint32_t lower = pf__unicode_lower(cp);
+        if (lower == cp) continue;
+        bits[cp / 8] |= (unsigned char)(1u << (cp % 8));
+        if (lower < PF__PY_CASED_END) bits[lower / 8] |= (unsigned char)(1u << (lower % 8));
+    }
+    for (i = 0; i < PF__TOK_LEN(more); i++)
+        for (cp = more[i][0]; cp <= more[i][1]; cp++) bits[cp / 8] |= (unsigned char)(1u << (cp % 8));
+    return bits;
+}
+
+static int pf__py_cased(const pf_tokenizer *t, uint32_t cp) {
+    return cp < PF__PY_CASED_END && (t->py_cased[cp / 8] >> (cp % 8) & 1);
+}
+
+/* Python's str.lower() of s[0 .. n), appended to out: each character's lowercase (U+0130 two of
+   them), and a capital sigma final (U+03C2) after a cased character and before none, case-ignorable
+   ones skipped on both sides (CPython's handle_capital_sigma). */
+static int pf__py_lower(const pf_tokenizer *t, const unsigned char *s, size_t n, pf__tok_buf *out) {
+    size_t i, k, j, m;
+    uint32_t cp, other = 0;
+    for (i = 0; i < n; i += k) {
+        k = pf__utf8_decode(s + i, n - i, &cp);
+        if (cp == PF__UTF8_INVALID) {
+            if (pf__buf_put(out, s + i, k)) return -1;
+            continue;
+        }
+        if (cp == 0x130) {
+            if (pf__buf_put(out, "i\xcc\x87", 3)) return -1;
+            continue;
+        }
+        if (cp == 0x3A3) {
+            int final = 0;
+            for (j = i; j > 0; j -= m) { /* back over the case-ignorable ones */
+                other = pf__utf8_decode_before(s, 0, j, &m);
+                if (!pf__py_case_ignorable(other)) break;
+            }
+            final = j > 0 && pf__py_cased(t, other);
+            for (j = i + k; final && j < n; j += m) {
+                m = pf__utf8_decode(s + j, n - j, &other);
+                if (!pf__py_case_ignorable(other)) {
+                    final = !pf__py_cased(t, other);
+                    break;
+                }
+            }
+            if (pf__buf_put_cp(out, final ? 0x3C2 : 0x3C3)) return -1;
+            continue;
+        }
+        if (pf__buf_put_cp(out, pf__unicode_lower(cp))) return -1;
+    }
+    return 0;
+}
+
+/* One piece through the Python classes' bpe(): its characters, the last with "</w>", merged by
+   the rank of their strings' pair (t->word_bpe); then each symbol's text, with "@@" unless last,
+   looked up as their convert_tokens_to_ids (an added token's id, the vocab's, else unk's). */
+static int pf__tok_word_bpe_piece(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t, *sy = t->word_bpe;
+    size_t i, k, nsym = 0, off = 0;
+    uint32_t pos, cp;
+    for (i = 0; i < len; i += k) {
+        int32_t id;
+        k = pf__utf8_decode(s + i, len - i, &cp);
+        if (i + k < len) {
+            id = pf__tok_vocab_find(sy, (const char *)s + i, k);
+        } else {
+            c->unit.len = 0;
+            if (pf__buf_put(&c->unit, s + i, k) || pf__buf_put(&c->unit, "</w>", 4)) return -1;
+            id = pf__tok_vocab_find(sy, (const char *)c->unit.p, c->unit.len);
+        }
+        if (pf__tok_sym_add(c, &nsym, id < 0 ? 0 : id)) return -1;
+    }
+    if (nsym == 0) return 0;
+    if (pf__tok_bpe_merge(sy, c, nsym)) return -1;
+    for (pos = 0; pos != UINT32_MAX; pos = c->sym[pos].next) {
+        int last = c->sym[pos].next == UINT32_MAX;
+        int32_t id = c->sym[pos].id;
+        size_t n = id > 0 ? (size_t)sy->id_len[id] - (last ? 4 : 0) : pf__utf8_decode(s + off, len - off, &cp);
+        c->unit.len = 0;
+        if (pf__buf_put(&c->unit, s + off, n) || (!last && pf__buf_put(&c->unit, "@@", 2))) return -1;
+        id = pf__tok_spm_lookup(t, c->unit.p, c->unit.len);
+        if (id < 0) c->needs_unk = 1; /* transformers fails too: no unk token to map it to */
+        else pf__tok_emit(c, id);
+        off += n;
+    }
+    return 0;
+}
+
+/* Blenderbot-small's bpe() before its merges, its re.sub calls in order: . , ! ? ( ) get a space
+   before them, ' one on each side, a run of two or more whitespace characters becomes a space,
+   a newline " __newln__". s[0 .. n) into out (tmp scratch). */
+static int pf__tok_blenderbot_rewrite(const unsigned char *s, size_t n, pf__tok_buf *tmp, pf__tok_buf *out) {
+    size_t i, k, run;
+    uint32_t cp;
+    tmp->len = out->len = 0;
+    for (i = 0; i < n; i++) {
+        int before = memchr(".,!?()'", s[i], 7) != NULL && s[i];
+        if ((before && pf__buf_put(tmp, " ", 1)) || pf__buf_put(tmp, s + i, 1) || (s[i] == '\'' && pf__buf_put(tmp, " ", 1)))
+            return -1;
+    }
+    for (i = 0; i < tmp->len; i += k) {
+        k = pf__utf8_decode(tmp->p + i, tmp->len - i, &cp);
+        if (!(pf__unicode_class(cp) & PF__UC_S)) {
+            if (pf__buf_put(out, tmp->p + i, k)) return -1;
+            continue;
+        }
+        for (run = 1; i + k < tmp->len; run++) { /* the rest of the whitespace run */
+            uint32_t next;
+            size_t nk = pf__utf8_decode(tmp->p + i + k, tmp->len - i - k, &next);
+            if (!(pf__unicode_class(next) & PF__UC_S)) break;
+            k += nk;
+        }
+        if (run >= 2 ? pf__buf_put(out, " ", 1)
+                     : cp == '\n' ? pf__buf_put(out, " __newln__", 10) : pf__buf_put(out, tmp->p + i, k))
+            return -1;
+    }
+    return 0;
+}
+
+/* The Python classes' BPE on one word (\S+\n?); Blenderbot-small's cuts it at spaces after its
+   rewrite and lowercases each piece. 0, or -1 when out of memory. */
+static int pf__tok_word_bpe(pf__tok_ctx *c, const unsigned char *s, size_t len) {
+    const pf_tokenizer *t = c->t;
+    pf__tok_buf *w = &c->word[0], *low = &c->word[1];
+    size_t i, start;
+    if (!t->word_bpe_blenderbot) return pf__tok_word_bpe_piece(c, s, len);
+    if (pf__tok_blenderbot_rewrite(s, len, &c->mapped, w)) return -1;
+    for (start = i = 0; i <= w->len; i++) {
+        if (i < w->len && w->p[i] != ' ') continue;
+        if (i > start) {
+            low->len = 0;
+            if (pf__py_lower(t, w->p + start, i - start, low) || pf__tok_word_bpe_piece(c, low->p, low->len)) return -1;
+        }
+        start = i + 1;
+    }
     return 0;
 }
 
@@ -977,6 +1170,7 @@ PF_PRIVATE int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len)
         return 0;
     }
     if (c->t->model == PF__MODEL_UNIGRAM) return pf__tok_unigram(c, s, len);
+    if (c->t->model == PF__MODEL_WORD_BPE) return pf__tok_word_bpe(c, s, len);
     return pf__tok_bpe(c, s, len);
 }
 

@@ -132,6 +132,11 @@ static size_t pf__tok_match_bloom(const unsigned char *s, size_t i, size_t end) 
     return j > start ? j : i;
 }
 
+/* \s of the pattern \S+\n?: HF's (the regex module's), or, PF__PAT_WORD_NL_PY, Python re's. */
+static int pf__tok_word_space(pf__tok_pattern pattern, uint32_t cp) {
+    return pattern == PF__PAT_WORD_NL_PY ? pf__py_space(cp) : (pf__unicode_class(cp) & PF__UC_S) != 0;
+}
+
 /* The leftmost match of a split pattern in s[i .. end) (i < end): 1 and its bounds, or 0. */
 static int pf__tok_find(const pf__tok_pre *p, const unsigned char *s, size_t i, size_t end, size_t *ms, size_t *me) {
     uint32_t cp;
@@ -157,14 +162,15 @@ static int pf__tok_find(const pf__tok_pre *p, const unsigned char *s, size_t i, 
         }
         return 0;
     case PF__PAT_WORD_NL: /* \S+\n? */
+    case PF__PAT_WORD_NL_PY:
         for (; i < end; i += n) {
             n = pf__utf8_decode(s + i, end - i, &cp);
-            if (!(pf__unicode_class(cp) & PF__UC_S)) break;
+            if (!pf__tok_word_space(p->pattern, cp)) break;
         }
         if (i == end) return 0;
         for (j = i; j < end; j += n) {
             n = pf__utf8_decode(s + j, end - j, &cp);
-            if (pf__unicode_class(cp) & PF__UC_S) break;
+            if (pf__tok_word_space(p->pattern, cp)) break;
         }
         if (j < end && s[j] == '\n') j++;
         *ms = i;
@@ -623,19 +629,36 @@ static int pf__spm_decode(const pf_tokenizer *sp, const pf__tok_list *in, size_t
 }
 
 /* Python's str.isspace for one code point (what str.strip() removes). */
-static int pf__py_space(uint32_t cp) {
+PF_PRIVATE int pf__py_space(uint32_t cp) {
     return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
            (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+/* Python's str.strip() of b, in place. */
+static void pf__py_strip(pf__tok_buf *b) {
+    size_t lo = 0, hi, k;
+    uint32_t cp;
+    for (hi = b->len; lo < hi; lo += k) {
+        k = pf__utf8_decode(b->p + lo, hi - lo, &cp);
+        if (!pf__py_space(cp)) break;
+    }
+    while (hi > lo) {
+        size_t m = hi - 1;
+        while (m > lo && (b->p[m] & 0xC0) == 0x80) m--;
+        if (pf__utf8_decode(b->p + m, hi - m, &cp) != hi - m || !pf__py_space(cp)) break;
+        hi = m;
+    }
+    if (lo) memmove(b->p, b->p + lo, hi - lo);
+    b->len = hi - lo;
 }
 
 /* Marian's, M2M100's and Speech2Text's convert_tokens_to_string: the runs between special tokens
    decoded by SentencePiece (Speech2Text's do_upper_case: upper-cased), each special token as it is
    (Marian: and a space); Marian then turns U+2581 into spaces; the whole stripped as Python's
-   str.strip(); clean_up_tokenization_spaces last. One token. */
+   str.strip() (clean_up_tokenization_spaces comes after the decoders, in pf_detokenize). One token. */
 static int pf__tok_dec_spm(const pf_tokenizer *t, const pf__tok_list *in, pf__tok_list *out) {
     pf__tok_buf *b = &out->text;
-    size_t i, from = 0, lo = 0, hi, k;
-    uint32_t cp;
+    size_t i, from = 0;
     for (i = 0; i <= in->n; i++) {
         const unsigned char *s = i < in->n ? in->text.p + in->off[i] : NULL;
         size_t run = b->len;
@@ -653,19 +676,19 @@ static int pf__tok_dec_spm(const pf_tokenizer *t, const pf__tok_list *in, pf__to
         b->len = 0;
         if (pf__buf_put(b, tmp->p, tmp->len)) return -1;
     }
-    for (hi = b->len; lo < hi; lo += k) {
-        k = pf__utf8_decode(b->p + lo, hi - lo, &cp);
-        if (!pf__py_space(cp)) break;
-    }
-    while (hi > lo) {
-        size_t m = hi - 1;
-        while (m > lo && (b->p[m] & 0xC0) == 0x80) m--;
-        if (pf__utf8_decode(b->p + m, hi - m, &cp) != hi - m || !pf__py_space(cp)) break;
-        hi = m;
-    }
-    if (lo) memmove(b->p, b->p + lo, hi - lo);
-    b->len = hi - lo;
-    if (t->spm_cleanup && pf__tok_wordpiece_cleanup(out, 0, 0)) return -1;
+    pf__py_strip(b);
+    return pf__list_push(out, 0);
+}
+
+/* The Python BPE classes' convert_tokens_to_string: " ".join(tokens).replace("@@ ", "").strip(). One token. */
+static int pf__tok_dec_word_bpe(const pf__tok_list *in, pf__tok_list *out) {
+    pf__tok_buf *joined = &out->scratch[0];
+    size_t i;
+    joined->len = 0;
+    for (i = 0; i < in->n; i++)
+        if ((i > 0 && pf__buf_put(joined, " ", 1)) || pf__buf_put(joined, in->text.p + in->off[i], in->len[i])) return -1;
+    if (pf__buf_replace(&out->text, joined->p, joined->len, "@@ ", 3, "", 0)) return -1;
+    pf__py_strip(&out->text);
     return pf__list_push(out, 0);
 }
 
@@ -675,12 +698,14 @@ static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const p
     out->text.len = 0;
     out->n = 0;
     if (d->kind == PF__DEC_SPM) return pf__tok_dec_spm(t, in, out);
+    if (d->kind == PF__DEC_WORD_BPE) return pf__tok_dec_word_bpe(in, out);
     for (i = 0; i < in->n; i++) {
         const unsigned char *s = in->text.p + in->off[i];
         size_t n = in->len[i], j, k;
         uint32_t cp;
         switch (d->kind) {
         case PF__DEC_SPM: /* whole, above */
+        case PF__DEC_WORD_BPE:
             continue;
         case PF__DEC_BYTELEVEL: /* one token in the end */
         case PF__DEC_FUSE:
@@ -781,6 +806,14 @@ pf_result pf_detokenize(const pf_tokenizer *tokenizer, const int32_t *ids, size_
     for (k = 0; k < t->num_decs && !rc; k++) {
         rc = pf__tok_dec_step(t, &t->decs[k], &lists[cur], &lists[1 - cur]);
         cur = 1 - cur;
+    }
+    if (!rc && t->cleanup_spaces) { /* transformers' clean_up_tokenization of the decoded text */
+        pf__tok_list *l = &lists[cur];
+        for (i = 1; i < l->n; i++) /* the tokens are contiguous in l->text: one token of them all */
+            l->len[0] += l->len[i];
+        l->n = l->n ? 1 : 0;
+        rc = l->n && pf__tok_wordpiece_cleanup(l, l->off[0], 0);
+        if (l->n) l->len[0] = l->text.len - l->off[0];
     }
     if (!rc) {
         for (i = 0; i < lists[cur].n; i++) {

@@ -29,8 +29,10 @@
    bytes (pf__tok_from_byt5); "MarianTokenizer", "M2M100Tokenizer" and "Speech2TextTokenizer" load their SentencePiece
    .model files (a bounds-checked protobuf reader), run as SentencePiece itself does (its
    normalizer, Unigram or BPE on the whole text between added tokens) with the pieces mapped
-   through vocab.json (pf__tok_from_spm_files); the other classes transformers has in Python only
-   (pf__tok_slow_only) are PF_ERROR_UNSUPPORTED naming what they need.
+   through vocab.json (pf__tok_from_spm_files); OpenAI GPT's, HerBERT's, CTRL's, Blenderbot-small's,
+   PhoBERT's and BERTweet's BPE files load as transformers 5 builds them (pf__tok_from_bpe_files); the
+   other classes transformers has in Python only (pf__tok_slow_only) are PF_ERROR_UNSUPPORTED
+   naming what they need.
 
    Encoding, step by step (the order of HF's Tokenizer::encode):
    1. added tokens with normalized = false are found in the raw text (leftmost, longest first;

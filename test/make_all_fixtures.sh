@@ -67,6 +67,7 @@ STEPS=(
 "blocks|make_block_fixtures.py|torch transformers numpy safetensors gguf|5.23|blocks/: a matrix per GGUF block format and the gguf package's dequantization (imports make_gguf_fixtures.py's K packers)"
 "encoder-tokenizers|make_encoder_tokenizers.py|transformers tokenizers sentencepiece|5.23|tokenizer-bert, -roberta, -unigram, -xlmr, -albert, -t5, ..."
 "seq2seq-tokenizers|make_seq2seq_tokenizers.py|transformers tokenizers sentencepiece google.protobuf=protobuf|5.23|tokenizer-t5s, -mbart, -mbart50, -pegasus, -bart, -blenderbot, -byt5, -marian, -m2m100, ... (after encoder-tokenizers)"
+"bpe-file-tokenizers|make_bpe_file_tokenizers.py|transformers tokenizers|5.24|tokenizer-openai-gpt-files, -herbert-files, -ctrl-files, -blenderbot-small, -phobert-files, -bertweet-files (after seq2seq-tokenizers, whose texts it uses)"
 "encoders|make_encoder_fixtures.py|torch transformers sentence_transformers=sentence-transformers|5.23|bert, bert-*, roberta*, mpnet*, electra*, albert*, distilbert*, t5-encoder*, ... (sentence-transformers 6)"
 "visual-bert|make_visual_bert_fixtures.py|torch transformers|5.24|visual-bert, visual-bert-pretraining, -vqa, -nlvr, -mc, -vqa-text (after encoder-tokenizers: tokenizer-bert)"
 "seq2seq|make_seq2seq_fixtures.py|torch transformers numpy safetensors sentencepiece|5.23|the *-s2s fixtures (after seq2seq-tokenizers, whose tokenizers they use)"

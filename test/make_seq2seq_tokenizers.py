@@ -34,9 +34,9 @@ them, with cases from the slow tokenizer itself (write_slow: no pairs, texts() +
   tokenizer-m2m100     M2M100Tokenizer: sentencepiece.bpe.model a SentencePiece BPE, as saved by
                        transformers 5 (language codes not special); tokenizer-m2m100-listed: the
                        same with the codes listed in additional_special_tokens, src_lang fr
-  tokenizer-blenderbot-small  BlenderbotSmallTokenizer (its own BPE with "@@ " continuations in
-                       vocab.json + merges.txt), which parallelformers refuses with a message
-                       naming the class (test_tokenizer.c checks it)
+  tokenizer-xlm-refused  XLMTokenizer's files (Moses tokenization + BPE), which parallelformers refuses
+                       with a message naming the class (test_tokenizer.c checks it); Blenderbot-small's
+                       "@@" BPE is read now: make_bpe_file_tokenizers.py
 
 Each supported dir gets cases.txt, cases_special.txt and cases_pair.txt as
 make_encoder_tokenizers.write_cases writes them (ByT5: from ByT5Tokenizer itself, no pairs), and
@@ -52,7 +52,7 @@ import tempfile
 from pathlib import Path
 
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-from transformers import (AutoTokenizer, BartTokenizer, BlenderbotSmallTokenizer, BlenderbotTokenizer,
+from transformers import (AutoTokenizer, BartTokenizer, BlenderbotTokenizer,
                           ByT5Tokenizer, M2M100Tokenizer, MarianTokenizer, MBart50Tokenizer, MBartTokenizer,
                           PegasusTokenizer, T5Tokenizer)
 
@@ -270,17 +270,14 @@ def make_m2m100():
 
 
 def make_refused():
-    """The slow-only tokenizer parallelformers refuses, saved as its checkpoints ship it."""
-    out = reset("tokenizer-blenderbot-small")
-    vocab = {"__start__": 0, "__end__": 1, "__unk__": 2, "__null__": 3, "hel@@": 4, "lo": 5, "hello": 6, "h@@": 7,
-             "el@@": 8}
-    (out / "v.json").write_text(json.dumps(vocab), encoding="utf-8")
-    (out / "m.txt").write_text("#version: 0.2\nh e\nhe l\nl o\nhel lo</w>\n", encoding="utf-8")
-    BlenderbotSmallTokenizer(str(out / "v.json"), str(out / "m.txt")).save_pretrained(str(out))
-    (out / "v.json").unlink()
-    (out / "m.txt").unlink()
-    keep(out)
-    for d in ("tokenizer-marian", "tokenizer-m2m100", "tokenizer-blenderbot-small"):
+    """A slow-only tokenizer parallelformers refuses (XLM's Moses tokenization), as its checkpoints
+    ship it: written by hand (XLMTokenizer needs sacremoses to load)."""
+    out = reset("tokenizer-xlm-refused")
+    (out / "vocab.json").write_text(json.dumps({"<s>": 0, "</s>": 1, "<pad>": 2, "<unk>": 3, "hello</w>": 4}),
+                                    encoding="utf-8")
+    (out / "merges.txt").write_text("#version: 0.2\nh e\n", encoding="utf-8")
+    (out / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "XLMTokenizer"}) + "\n", encoding="utf-8")
+    for d in ("tokenizer-marian", "tokenizer-m2m100", "tokenizer-xlm-refused"):
         assert not (FIXTURES / d / "tokenizer.json").exists(), d
 
 

@@ -6,7 +6,9 @@
    random strings against HF (tokenizer_style_cases.txt), the vocab.json + merges.txt path, HF's
    added-token rules, model options and post-processors on hand-made tokenizers, concurrent
    encoding, and bad input. The two .txt files are written by test/make_tokenizer_cases.py; the
-   encoder tokenizers' fixtures (tokenizer-bert, ...) by test/make_encoder_tokenizers.py. */
+   encoder tokenizers' fixtures (tokenizer-bert, ...) by test/make_encoder_tokenizers.py; the BPE
+   files without tokenizer.json (tokenizer-*-files, OpenAI GPT's to BERTweet's) by
+   test/make_bpe_file_tokenizers.py. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #endif
@@ -50,7 +52,8 @@ static int tt_mkdtemp(char *dir, size_t size) {
 
 /* Empties a directory made by tt_mkdtemp (of the files these tests write) and removes it. */
 static void tt_rmdir(const char *dir) {
-    static const char *names[] = {"tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "source.spm"};
+    static const char *names[] = {"tokenizer.json", "vocab.json", "merges.txt", "tokenizer_config.json", "source.spm",
+                                  "vocab.txt", "bpe.codes"};
     char path[1024];
     size_t i;
     for (i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -1610,13 +1613,14 @@ static void tt_test_bad_components(void) {
 #undef TT_Q
 }
 
-/* vocab.json + merges.txt are read as a byte-level BPE; a tokenizer_class that is not one (HerBERT's,
-   CLIP's, Qwen2's own split pattern) or merges that end words with </w> are refused with the way to
-   write a tokenizer.json, not read into wrong ids. GPT-2's files still load, with or without its
-   class named. */
+/* vocab.json + merges.txt are read as a byte-level BPE; a tokenizer_class that is not one (CLIP's,
+   Qwen2's own split pattern) or merges that end words with </w> are refused with the way to write a
+   tokenizer.json, not read into wrong ids; XLM's and FlauBERT's Moses tokenization is refused by
+   name. GPT-2's files still load, with or without its class named. */
 static void tt_test_not_byte_level_files(void) {
     static const struct { const char *config, *merges, *said; pf_result want; } cases[] = {
-        {"{\"tokenizer_class\": \"HerbertTokenizer\"}", NULL, "HerbertTokenizer", PF_ERROR_UNSUPPORTED},
+        {"{\"tokenizer_class\": \"XLMTokenizer\"}", NULL, "Moses", PF_ERROR_UNSUPPORTED},
+        {"{\"tokenizer_class\": \"FlaubertTokenizer\"}", NULL, "Moses", PF_ERROR_UNSUPPORTED},
         {"{\"tokenizer_class\": \"CLIPTokenizerFast\"}", NULL, "save_pretrained", PF_ERROR_UNSUPPORTED},
         {"{\"tokenizer_class\": \"Qwen2Tokenizer\"}", NULL, "Qwen2Tokenizer", PF_ERROR_UNSUPPORTED},
         {NULL, "#version: 0.2\na b</w>\nc d</w>\ne f\n", "</w>", PF_ERROR_UNSUPPORTED},
@@ -1641,6 +1645,67 @@ static void tt_test_not_byte_level_files(void) {
         CHECK_MSG(ok && r == cases[i].want && (!cases[i].said || strstr(err, cases[i].said)),
                   "case %zu: %s (%s)", i, pf_result_string(r), err);
         pf_tokenizer_free(t);
+        tt_rmdir(dir);
+    }
+}
+
+/* The BPE files without tokenizer.json (pf__tok_from_bpe_files): a fastBPE pair whose bpe.codes
+   lacks the last line end (PhoBERT drops that line, as Python's split("\n")[:-1]) and lookups with
+   "@@"; then files that lie and config keys not implemented: a clear error naming them. */
+static void tt_test_bpe_files(void) {
+    static const struct {
+        const char *vocab_name, *vocab, *merges_name, *merges, *config, *said;
+        pf_result want;
+    } cases[] = {
+        {"vocab.txt", "h@@ 3\ne@@ 2\nhe@@ 1\nllo 1\n", "bpe.codes", "h e 9\nl l 8\nll o</w> 7",
+         "{\"tokenizer_class\": \"PhobertTokenizer\"}", NULL, PF_OK},
+        {"vocab.txt", "a 1\nb\n", "bpe.codes", "", "{\"tokenizer_class\": \"PhobertTokenizer\"}", "line 2", PF_ERROR_FORMAT},
+        {"vocab.txt", "a 1\na 2\n", "bpe.codes", "", "{\"tokenizer_class\": \"PhobertTokenizer\"}", "twice", PF_ERROR_FORMAT},
+        {"vocab.txt", "<s> 5\n", "bpe.codes", "", "{\"tokenizer_class\": \"BertweetTokenizer\"}", "twice", PF_ERROR_FORMAT},
+        {"vocab.txt", "a 1\n", "bpe.codes", "", "{\"tokenizer_class\": \"PhobertTokenizer\", \"bos_token\": null}",
+         "bos_token", PF_ERROR_FORMAT},
+        {"vocab.txt", "a 1\n", "bpe.codes", "", "{\"tokenizer_class\": \"BertweetTokenizer\", \"normalization\": true}",
+         "normalization", PF_ERROR_UNSUPPORTED},
+        {"vocab.json", "{\"a\": 0}", "merges.txt", "#version: 0.2\n",
+         "{\"tokenizer_class\": \"CTRLTokenizer\", \"split_special_tokens\": true}", "split_special_tokens",
+         PF_ERROR_UNSUPPORTED},
+        {"vocab.json", "{\"a\": 0}", "merges.txt", "#version: 0.2\n",
+         "{\"tokenizer_class\": \"OpenAIGPTTokenizerFast\", \"add_bos_token\": true}", "add_bos_token",
+         PF_ERROR_UNSUPPORTED},
+        {"vocab.json", "{\"a\": 0}", "merges.txt", "#version: 0.2\n",
+         "{\"tokenizer_class\": \"BlenderbotSmallTokenizer\", \"do_lower_case\": true}", "do_lower_case",
+         PF_ERROR_UNSUPPORTED},
+        {"vocab.json", "{\"a\": 0}", "merges.txt", "#version: 0.2\na b</w>\n", "{\"tokenizer_class\": \"HerbertTokenizer\"}",
+         "not in the vocab", PF_ERROR_FORMAT},
+        {"vocab.json", "{\"a\": 0}", "nothing", "", "{\"tokenizer_class\": \"CTRLTokenizer\"}", "merges.txt", PF_ERROR_IO},
+        {"vocab.json", "[1]", "merges.txt", "", "{\"tokenizer_class\": \"CTRLTokenizer\"}", "vocab.json", PF_ERROR_FORMAT},
+    };
+    char dir[256], err[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        pf_tokenizer *t = NULL;
+        if (tt_mkdtemp(dir, sizeof dir)) {
+            CHECK_MSG(0, "mkdtemp failed");
+            return;
+        }
+        int ok = tt_write(dir, cases[i].vocab_name, cases[i].vocab, strlen(cases[i].vocab)) == 0 &&
+                 tt_write(dir, cases[i].merges_name, cases[i].merges, strlen(cases[i].merges)) == 0 &&
+                 tt_write(dir, "tokenizer_config.json", cases[i].config, strlen(cases[i].config)) == 0;
+        err[0] = 0;
+        pf_result r = ok ? pf_tokenizer_load(dir, &t, err, sizeof err) : PF_ERROR_IO;
+        CHECK_MSG(ok && r == cases[i].want && (!cases[i].said || strstr(err, cases[i].said)) && (r == PF_OK) == (t != NULL),
+                  "case %zu: %s (%s)", i, pf_result_string(r), err);
+        if (t && i == 0) { /* <s> <pad> </s> <unk>, then h@@ e@@ he@@ llo: "hello" is he@@ ll@@ o, the last two unknown */
+            int32_t ids[8];
+            static const int32_t want[] = {0, 6, 3, 3, 2}, pieces[] = {6, 3};
+            char text[32];
+            size_t n = 0, len = 0;
+            CHECK(pf_tokenize(t, "hello", 5, ids, 8, &n) == PF_OK && n == 3 && !memcmp(ids, want + 1, 3 * sizeof *ids));
+            CHECK(pf_tokenize_special(t, "hello", 5, ids, 8, &n) == PF_OK && n == 5 && !memcmp(ids, want, sizeof want));
+            CHECK(pf_detokenize(t, pieces, 2, text, sizeof text, &len) == PF_OK && len == 7 && !memcmp(text, "he<unk>", 7));
+        }
+        pf_tokenizer_free(t);
+        snprintf(err, sizeof err, "%s/nothing", dir); /* the case without merges.txt wrote this instead */
+        unlink(err);
         tt_rmdir(dir);
     }
 }
@@ -1891,10 +1956,13 @@ static void tt_check_seq2seq_dir(const char *name) {
 static void tt_test_seq2seq(void) {
     static const char *const dirs[] = {"tokenizer-t5s", "tokenizer-mbart", "tokenizer-mbart50", "tokenizer-pegasus",
                                        "tokenizer-bart", "tokenizer-blenderbot", "tokenizer-byt5", "tokenizer-byt5-old",
-                                       "tokenizer-marian", "tokenizer-m2m100", "tokenizer-m2m100-listed"};
+                                       "tokenizer-marian", "tokenizer-m2m100", "tokenizer-m2m100-listed",
+                                       "tokenizer-openai-gpt-files", "tokenizer-herbert-files", "tokenizer-ctrl-files",
+                                       "tokenizer-blenderbot-small", "tokenizer-blenderbot-small-cleanup",
+                                       "tokenizer-phobert-files", "tokenizer-bertweet-files"};
     static const struct {
         const char *dir, *tokenizer_class;
-    } refused[] = {{"tokenizer-blenderbot-small", "BlenderbotSmallTokenizer"}};
+    } refused[] = {{"tokenizer-xlm-refused", "XLMTokenizer"}};
     size_t i;
     for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) tt_check_seq2seq_dir(dirs[i]);
     /* the language codes are addressable, and mBART's post-processor appends </s> then the source
@@ -2095,6 +2163,7 @@ void test_tokenizer(void) {
     tt_test_components();
     tt_test_bad_input();
     tt_test_not_byte_level_files();
+    tt_test_bpe_files();
     tt_test_hostile_charsmap();
     tt_test_seq2seq();
 }
