@@ -1049,24 +1049,35 @@ static void test_visual_question_cli(void) {
     unlink(bad);
 }
 
+/* Fixture `name` loaded and split over `ranks` CPU ranks (max_batch 2), or NULL with the failure
+   reported. */
+static pf_model *load_on_cpu(const char *name, int ranks) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading %s: %s", name, pf_error_message(m));
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.max_batch = 2;
+    if (r == PF_OK) {
+        r = pf_parallelize(m, ranks, &po);
+        CHECK_MSG(r == PF_OK, "%s on %d ranks: %s", name, ranks, pf_error_message(m));
+    }
+    if (r) {
+        pf_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 /* VisualBERT's regions: a width other than the model's, a negative count, a count without
    features, more regions than fit after the row's tokens, or a feature not finite is refused
    naming the row before any work; a row without regions gives what pf_encode gives; the VQA head
    needs 2 tokens a row; a model without regions refuses them. */
 static void test_region_refusals(void) {
-    char dir[1024];
-    snprintf(dir, sizeof dir, "%s/visual-bert", test_fixtures);
-    pf_model *m = NULL;
-    pf_result r = pf_load(dir, NULL, &m);
-    CHECK_MSG(r == PF_OK, "loading visual-bert: %s", pf_error_message(m));
-    pf_parallel_options po = pf_parallel_options_init();
-    po.device = PF_DEVICE_CPU;
-    po.max_batch = 2;
-    if (r == PF_OK) r = pf_parallelize(m, 2, &po);
-    if (r) {
-        pf_free(m);
-        return;
-    }
+    pf_model *m = load_on_cpu("visual-bert", 2);
+    if (!m) return;
     CHECK(pf_get_info(m).region_dim == 20);
     static const int32_t ids[3] = {2, 17, 3};
     static float features[30 * 20];
@@ -1104,11 +1115,8 @@ static void test_region_refusals(void) {
     pf_encoding_free(none);
     pf_encoding_free(zero);
     pf_free(m);
-    snprintf(dir, sizeof dir, "%s/visual-bert-vqa", test_fixtures);
-    m = NULL;
-    r = pf_load(dir, NULL, &m);
-    CHECK_MSG(r == PF_OK, "loading visual-bert-vqa: %s", pf_error_message(m));
-    if (r == PF_OK && pf_parallelize(m, 1, &po) == PF_OK) {
+    m = load_on_cpu("visual-bert-vqa", 1);
+    if (m) {
         pf_encoding *e = NULL;
         int one = 1, count = 2;
         CHECK(pf_encode_regions(m, rows, NULL, regions, &count, 20, &one, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
@@ -1116,11 +1124,8 @@ static void test_region_refusals(void) {
                                               "text's last") != NULL, "%s", pf_error_message(m));
     }
     pf_free(m);
-    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
-    m = NULL;
-    r = pf_load(dir, NULL, &m);
-    CHECK_MSG(r == PF_OK, "loading bert: %s", pf_error_message(m));
-    if (r == PF_OK && pf_parallelize(m, 1, &po) == PF_OK) {
+    m = load_on_cpu("bert", 1);
+    if (m) {
         pf_encoding *e = NULL;
         int count = 2;
         CHECK(pf_get_info(m).region_dim == 0);
@@ -1199,17 +1204,8 @@ static void test_xlm_languages(void) {
 static void test_layout_refusals(void) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/layoutlm", test_fixtures);
-    pf_model *m = NULL;
-    pf_result r = pf_load(dir, NULL, &m);
-    CHECK_MSG(r == PF_OK, "loading layoutlm: %s", pf_error_message(m));
-    pf_parallel_options po = pf_parallel_options_init();
-    po.device = PF_DEVICE_CPU;
-    po.max_batch = 2;
-    if (r == PF_OK) r = pf_parallelize(m, 2, &po);
-    if (r) {
-        pf_free(m);
-        return;
-    }
+    pf_model *m = load_on_cpu("layoutlm", 2);
+    if (!m) return;
     static const int32_t ids[3] = {2, 17, 3};
     static const struct { int32_t box[4]; const char *message; } bad[] = {
         {{10, 5, 9, 6}, "row 0, token 1: box (10, 5, 9, 6) is not x0 <= x1 and y0 <= y1 within 0..63"},
@@ -1250,11 +1246,8 @@ static void test_layout_refusals(void) {
     pf_encoding_free(plain);
     pf_encoding_free(unboxed);
     pf_free(m);
-    snprintf(dir, sizeof dir, "%s/bert", test_fixtures);
-    m = NULL;
-    r = pf_load(dir, NULL, &m);
-    CHECK_MSG(r == PF_OK, "loading bert: %s", pf_error_message(m));
-    if (r == PF_OK && pf_parallelize(m, 1, &po) == PF_OK) {
+    m = load_on_cpu("bert", 1);
+    if (m) {
         pf_encoding *e = NULL;
         CHECK(pf_encode_layout(m, rows, NULL, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
         CHECK(strstr(pf_error_message(m), "model_type \"bert\" has no 2-D position embeddings") != NULL);
