@@ -29746,6 +29746,19 @@ static const struct { const char *pre, *json; int ignore_merges; const char *nor
                    "\"trim_offsets\": true, \"use_regex\": false}]}", 0, "{\"type\": \"NFC\"}"},
 };
 
+/* SentencePiece's BPE (tokenizer.ggml.model "llama") as tokenizer.json writes its pre-tokenizer and
+   decoder, without ([0]) and with ([1]) the space prefix (tokenizer.ggml.add_space_prefix): what
+   the reader makes of a file, and what the writer takes for that form. */
+static const char *const pf__gguf_spm_pre[2] = {
+    "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": \"never\"}",
+    "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": \"first\"}"};
+static const char *const pf__gguf_spm_decoder[2] = {
+    "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\xe2\x96\x81\"}, "
+    "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]}",
+    "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\xe2\x96\x81\"}, "
+    "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}, {\"type\": \"Strip\", \"content\": \" \", "
+    "\"start\": 1, \"stop\": 0}]}"};
+
 enum { /* llama.cpp's token types (tokenizer.ggml.token_type) */
     PF__GGUF_TOKEN_NORMAL = 1, PF__GGUF_TOKEN_UNKNOWN = 2, PF__GGUF_TOKEN_CONTROL = 3, PF__GGUF_TOKEN_USER_DEFINED = 4
 };
@@ -29986,13 +29999,8 @@ static int pf__gguf_put_added_and_decoding(pf__tok_buf *b, int spm, int space_pr
         first = 0;
     }
     if (spm)
-        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
-                               "\"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": ") ||
-               pf__gguf_put(b, space_prefix ? "\"first\"}" : "\"never\"}") ||
-               pf__gguf_put(b, ", \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
-                               "{\"String\": \"\xe2\x96\x81\"}, \"content\": \" \"}, {\"type\": \"ByteFallback\"}, "
-                               "{\"type\": \"Fuse\"}") ||
-               pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
+        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") || pf__gguf_put(b, pf__gguf_spm_pre[space_prefix != 0]) ||
+               pf__gguf_put(b, ", \"decoder\": ") || pf__gguf_put(b, pf__gguf_spm_decoder[space_prefix != 0]);
     else
         bad |= pf__gguf_put(b, "], \"normalizer\": ") ||
                pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].normalizer ? pf__gguf_pretokenizers[pretokenizer].normalizer
@@ -30791,12 +30799,121 @@ static pf_result pf__gguf_post_processor(const pf__json *post, const pf__json *v
     return PF_OK;
 }
 
-/* The tokenizer.ggml.* keys of a byte-level BPE tokenizer.json (tokenizer.ggml.model "gpt2"):
-   tokens by id (ids the embedding has beyond them padded as llama.cpp's converter pads them,
-   "[PAD<id>]", unused), their types (added tokens control when special, else user-defined),
-   merges, tokenizer.ggml.pre, the config's bos / eos / pad ids, add_bos / add_eos from the
-   post-processor, the chat template. SentencePiece-style BPE (byte fallback) and other models are
-   refused, as is any option GGUF's form would change. */
+static int pf__u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int pf__gguf_text_cmp(const void *a, const void *b) {
+    return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
+}
+
+/* SentencePiece's scores for a BPE's merges (merges: tokenizer.json's, texts by id, count ids):
+   each piece a merge makes scores minus the rank of the first merge that makes it, the others
+   below every merge, so that the reader's merges (every split of a normal piece into two normal
+   pieces, by the piece's score: pf__gguf_spm_merges) are the BPE's; checked by running that
+   derivation on them. Refused where they are not (a BPE not converted from SentencePiece). */
+static pf_result pf__gguf_spm_scores(const pf__json *merges, const char **texts, const int32_t *types, size_t count,
+                                     float *scores, const char *path, char *message, size_t size) {
+    const char ***sorted = (const char ***)malloc((count ? count : 1) * sizeof *sorted);
+    uint32_t *wants = (uint32_t *)malloc((merges->count ? merges->count : 1) * 3 * sizeof *wants);
+    uint8_t *type_bytes = (uint8_t *)malloc((count ? count : 1) * 4);
+    size_t *lens = (size_t *)malloc((count ? count : 1) * sizeof *lens);
+    pf__gguf_merge *derived = NULL;
+    size_t num_derived = 0, k = 0;
+    pf_result r = PF_OK;
+    char joined[2048];
+    if (!sorted || !wants || !type_bytes || !lens) {
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        sorted[i] = &texts[i];
+        lens[i] = strlen(texts[i]);
+        scores[i] = -(float)merges->count - 1;
+        for (int b = 0; b < 4; b++) type_bytes[4 * i + b] = (uint8_t)((uint32_t)types[i] >> 8 * b);
+    }
+    qsort(sorted, count, sizeof *sorted, pf__gguf_text_cmp);
+    for (const pf__json *mg = merges->first; mg && !r; mg = mg->next, k++) {
+        const char *part[2] = {NULL, NULL};
+        if (mg->type == PF__JSON_STRING) {
+            const char *space = strchr(mg->string, ' ');
+            if (space && (size_t)(space - mg->string) < sizeof joined) {
+                memcpy(joined, mg->string, (size_t)(space - mg->string));
+                joined[space - mg->string] = 0;
+                part[0] = joined, part[1] = space + 1;
+            }
+        } else if (mg->type == PF__JSON_ARRAY && mg->count == 2 && mg->first->type == PF__JSON_STRING &&
+                   mg->first->next->type == PF__JSON_STRING) {
+            part[0] = mg->first->string, part[1] = mg->first->next->string;
+        }
+        char whole[2048];
+        const char **found[3] = {NULL, NULL, NULL};
+        size_t left_len = part[0] ? strlen(part[0]) : 0, right_len = part[1] ? strlen(part[1]) : 0;
+        if (part[0] && left_len + right_len < sizeof whole) {
+            memcpy(whole, part[0], left_len);
+            memcpy(whole + left_len, part[1], right_len + 1);
+            const char *probe[3] = {part[0], part[1], whole};
+            for (int j = 0; j < 3; j++) {
+                const char **key = &probe[j];
+                const char ***hit = (const char ***)bsearch(&key, sorted, count, sizeof *sorted, pf__gguf_text_cmp);
+                found[j] = hit ? *hit : NULL;
+            }
+        }
+        if (!found[0] || !found[1] || !found[2]) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: merge %zu is not of two tokens into a third", path, k + 1);
+            break;
+        }
+        for (int j = 0; j < 3; j++) wants[3 * k + j] = (uint32_t)(found[j] - texts);
+        if (scores[wants[3 * k + 2]] < -(float)k) scores[wants[3 * k + 2]] = -(float)k;
+    }
+    if (!r) {
+        pf__gguf_kv kv;
+        pf__gguf g;
+        memset(&kv, 0, sizeof kv);
+        memset(&g, 0, sizeof g);
+        kv.type = PF__GGUF_ARRAY, kv.elem_type = PF__GGUF_I32, kv.count = count, kv.value = type_bytes;
+        g.path = path;
+        r = pf__gguf_spm_merges(&g, texts, lens, scores, &kv, count, &derived, &num_derived, message, size);
+    }
+    /* the derived merges, those of other splits of a piece left out (transformers' conversion of a
+       SentencePiece model makes them too, at the piece's rank), are the BPE's in its order */
+    uint64_t *ranked = r ? NULL : (uint64_t *)malloc((merges->count ? merges->count : 1) * sizeof *ranked);
+    if (!r && !ranked) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; !r && i < merges->count; i++) ranked[i] = (uint64_t)wants[3 * i] << 32 | wants[3 * i + 1];
+    if (!r) qsort(ranked, merges->count, sizeof *ranked, pf__u64_cmp);
+    size_t next = 0;
+    for (size_t i = 0; !r && i < num_derived; i++) {
+        uint64_t pair = (uint64_t)derived[i].left << 32 | derived[i].right;
+        if (!bsearch(&pair, ranked, merges->count, sizeof *ranked, pf__u64_cmp)) continue;
+        if (next < merges->count && wants[3 * next] == derived[i].left && wants[3 * next + 1] == derived[i].right &&
+            wants[3 * next + 2] == derived[i].whole)
+            next++;
+        else
+            break;
+    }
+    if (!r && next != merges->count)
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: its merges are not SentencePiece's (every split of a "
+                       "piece into two, by the piece's score: tokenizer.ggml.model \"llama\"), from merge %zu on", path,
+                       next + 1);
+    free(ranked);
+done:
+    free(sorted);
+    free(wants);
+    free(type_bytes);
+    free(lens);
+    free(derived);
+    return r;
+}
+
+/* The tokenizer.ggml.* keys of a BPE tokenizer.json: a byte-level one as tokenizer.ggml.model
+   "gpt2" (merges, and the tokenizer.ggml.pre whose pf__gguf_pretokenizers row its pre-tokenizer and
+   normalizer are), SentencePiece's (byte fallback, Metaspace) as "llama" (scores that make its
+   merges, add_space_prefix, the unknown token); tokens by id (ids the embedding has beyond them
+   padded as llama.cpp's converter pads them, "[PAD<id>]", unused), their types (added tokens
+   control when special, else user-defined; <0xXX> pieces bytes), the config's bos / eos / pad ids,
+   add_bos / add_eos from the post-processor, the chat template. Other models, and any option
+   GGUF's form would change, are refused. */
 static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, const pf_model *m, char *message, size_t size) {
     const pf__config *c = &m->config;
     char path[4096];
@@ -30814,34 +30931,54 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
     const pf__json *model = pf__json_get(root, "model"), *added = pf__json_get(root, "added_tokens");
     const pf__json *type = model ? pf__json_get(model, "type") : NULL, *vocab = model ? pf__json_get(model, "vocab") : NULL;
     const pf__json *merges = model ? pf__json_get(model, "merges") : NULL;
+    const pf__json *pre = pf__json_get(root, "pre_tokenizer"), *normalizer = pf__json_get(root, "normalizer");
+    const pf__json *decoder = pf__json_get(root, "decoder");
     const char **texts = NULL;
     int32_t *types = NULL;
+    float *scores = NULL;
     size_t count = (size_t)c->vocab_size;
-    int p = -1, add_bos = 0, add_eos = 0;
+    int p = -1, add_bos = 0, add_eos = 0, space_prefix = -1, unk_id = -1;
 #define PF__REFUSE(...) do { r = pf__format(message, size, PF_ERROR_UNSUPPORTED, __VA_ARGS__); goto done; } while (0)
     if (!type || type->type != PF__JSON_STRING || strcmp(type->string, "BPE") || !vocab || vocab->type != PF__JSON_OBJECT ||
         !merges || merges->type != PF__JSON_ARRAY)
-        PF__REFUSE("%s: model \"%s\" is not written to GGUF (a byte-level BPE with its vocab and merges is)", path,
+        PF__REFUSE("%s: model \"%s\" is not written to GGUF (a BPE with its vocab and merges is)", path,
                    type && type->type == PF__JSON_STRING ? type->string : "?");
-    if (pf__tok_json_bool(model, "byte_fallback", 0))
-        PF__REFUSE("%s: a BPE with byte_fallback (SentencePiece's, tokenizer.ggml.model \"llama\") is not written to GGUF yet",
-                   path);
-    p = pf__gguf_pretokenizer_row(pf__json_get(root, "pre_tokenizer"), pf__json_get(root, "normalizer"));
-    if (p < 0)
-        PF__REFUSE("%s: its pre_tokenizer and normalizer are none of those GGUF names in tokenizer.ggml.pre (gpt-2, smollm, "
-                   "llama-bpe, qwen2)", path);
-    if (pf__tok_json_bool(model, "ignore_merges", 0) != pf__gguf_pretokenizers[p].ignore_merges)
-        PF__REFUSE("%s: ignore_merges %s differs from what tokenizer.ggml.pre \"%s\" means", path,
-                   pf__gguf_pretokenizers[p].ignore_merges ? "false" : "true", pf__gguf_pretokenizers[p].pre);
+    int spm = pf__tok_json_bool(model, "byte_fallback", 0);
+    if (spm) {
+        for (int s = 0; s < 2 && space_prefix < 0; s++) {
+            char err[64];
+            pf__json *want_pre = pf__json_parse(pf__gguf_spm_pre[s], strlen(pf__gguf_spm_pre[s]), err, sizeof err);
+            pf__json *want_dec = pf__json_parse(pf__gguf_spm_decoder[s], strlen(pf__gguf_spm_decoder[s]), err, sizeof err);
+            if (want_pre && want_dec && pf__gguf_json_same(pre, want_pre, NULL) && pf__gguf_json_same(decoder, want_dec, NULL))
+                space_prefix = s;
+            pf__json_free(want_pre);
+            pf__json_free(want_dec);
+        }
+        if (space_prefix < 0 || (normalizer && normalizer->type != PF__JSON_NULL) || !pf__tok_json_bool(model, "fuse_unk", 0))
+            PF__REFUSE("%s: a BPE with byte_fallback whose normalizer, pre-tokenizer, decoder or fuse_unk are not "
+                       "SentencePiece's as GGUF's tokenizer.ggml.model \"llama\" means them (no normalizer, Metaspace \"\xe2\x96\x81\" "
+                       "with prepend_scheme first or never, fuse_unk)", path);
+        const pf__json *unk = pf__json_get(model, "unk_token");
+        double id = -1;
+        if (unk && unk->type == PF__JSON_STRING && pf__json_number(pf__json_get(vocab, unk->string), &id) == 1) unk_id = (int)id;
+    } else {
+        p = pf__gguf_pretokenizer_row(pre, normalizer);
+        if (p < 0)
+            PF__REFUSE("%s: its pre_tokenizer and normalizer are none of those GGUF names in tokenizer.ggml.pre (gpt-2, smollm, "
+                       "llama-bpe, qwen2)", path);
+        const pf__json *decoder_type = decoder ? pf__json_get(decoder, "type") : NULL;
+        if (!decoder_type || decoder_type->type != PF__JSON_STRING || strcmp(decoder_type->string, "ByteLevel"))
+            PF__REFUSE("%s: a byte-level BPE's decoder is ByteLevel in GGUF; this one's is not", path);
+    }
+    int ignore_merges = spm ? 0 : pf__gguf_pretokenizers[p].ignore_merges;
+    if (pf__tok_json_bool(model, "ignore_merges", 0) != ignore_merges)
+        PF__REFUSE("%s: ignore_merges %s differs from what GGUF's form of it means", path, ignore_merges ? "false" : "true");
     static const char *const empty_keys[] = {"continuing_subword_prefix", "end_of_word_suffix", "dropout"};
     for (size_t k = 0; k < PF__COUNT(empty_keys); k++) {
         const pf__json *v = pf__json_get(model, empty_keys[k]);
         if (v && v->type != PF__JSON_NULL && !(v->type == PF__JSON_STRING && !v->string_len))
             PF__REFUSE("%s: model.%s has no GGUF form", path, empty_keys[k]);
     }
-    const pf__json *decoder = pf__json_get(root, "decoder"), *decoder_type = decoder ? pf__json_get(decoder, "type") : NULL;
-    if (!decoder_type || decoder_type->type != PF__JSON_STRING || strcmp(decoder_type->string, "ByteLevel"))
-        PF__REFUSE("%s: a byte-level BPE's decoder is ByteLevel in GGUF; this one's is not", path);
     if (c->num_eos_ids > 1)
         PF__REFUSE("%s: the config names %d eos ids; GGUF's tokenizer.ggml.eos_token_id holds one", dir, c->num_eos_ids);
     if ((r = pf__gguf_post_processor(pf__json_get(root, "post_processor"), vocab, added, c, &add_bos, &add_eos, path, message,
@@ -30849,7 +30986,8 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         goto done;
     texts = (const char **)calloc(count ? count : 1, sizeof *texts);
     types = (int32_t *)malloc((count ? count : 1) * sizeof *types);
-    if (!texts || !types) {
+    scores = (float *)malloc((count ? count : 1) * sizeof *scores);
+    if (!texts || !types || !scores) {
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
         goto done;
     }
@@ -30859,6 +30997,10 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         if (pf__json_number(v, &id) != 1 || id < 0 || id >= (double)count || id != floor(id) || texts[(size_t)id])
             PF__REFUSE("%s: vocab entry \"%s\" has id %g, outside the model's %zu or taken twice", path, v->key, id, count);
         texts[(size_t)id] = v->key;
+        unsigned byte;
+        char end;
+        if (spm && strlen(v->key) == 6 && sscanf(v->key, "<0x%2X%c", &byte, &end) == 2 && end == '>')
+            types[(size_t)id] = 6; /* llama.cpp's BYTE: byte fallback's pieces */
     }
     for (const pf__json *t = added && added->type == PF__JSON_ARRAY ? added->first : NULL; t; t = t->next) {
         const pf__json *text = pf__json_get(t, "content");
@@ -30871,42 +31013,68 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         for (size_t k = 0; k < PF__COUNT(flags); k++)
             if (pf__tok_json_bool(t, flags[k], 0))
                 PF__REFUSE("%s: added token \"%s\" has %s, which GGUF cannot say", path, text->string, flags[k]);
-        if (pf__gguf_pretokenizers[p].normalizer && pf__tok_json_bool(t, "normalized", 0))
+        if ((spm || pf__gguf_pretokenizers[p].normalizer) && pf__tok_json_bool(t, "normalized", 0))
             PF__REFUSE("%s: added token \"%s\" is matched in normalized text, which GGUF cannot say", path, text->string);
         texts[(size_t)id] = text->string;
-        types[(size_t)id] = pf__tok_json_bool(t, "special", 0) ? PF__GGUF_TOKEN_CONTROL : PF__GGUF_TOKEN_USER_DEFINED;
+        types[(size_t)id] = (int)id == unk_id ? PF__GGUF_TOKEN_UNKNOWN
+                            : pf__tok_json_bool(t, "special", 0) ? PF__GGUF_TOKEN_CONTROL
+                                                                 : PF__GGUF_TOKEN_USER_DEFINED;
     }
     size_t named = count;
     while (named > 0 && !texts[named - 1]) named--;
     for (size_t i = 0; i < named; i++)
         if (!texts[i]) PF__REFUSE("%s: id %zu has no token (GGUF lists every id's)", path, i);
-    pf__gguf_meta_string(meta, "tokenizer.ggml.model", "gpt2");
-    pf__gguf_meta_string(meta, "tokenizer.ggml.pre", pf__gguf_pretokenizers[p].pre);
-    pf__gguf_meta_array(meta, "tokenizer.ggml.tokens", PF__GGUF_STRING, count);
-    for (size_t i = 0; i < count; i++) {
-        char pad[32];
-        snprintf(pad, sizeof pad, "[PAD%zu]", i); /* the embedding's rows past the tokenizer's, as llama.cpp pads them */
-        if (i < named) pf__gguf_meta_text(meta, texts[i], strlen(texts[i]));
-        else pf__gguf_meta_text(meta, pad, strlen(pad));
-        if (i >= named) types[i] = 5; /* llama.cpp's UNUSED */
+    if (unk_id >= 0 && types[unk_id] == PF__GGUF_TOKEN_NORMAL) types[unk_id] = PF__GGUF_TOKEN_UNKNOWN;
+    char (*pads)[32] = NULL; /* the embedding's rows past the tokenizer's, as llama.cpp pads them */
+    if (named < count && !(pads = (char (*)[32])malloc((count - named) * sizeof *pads))) {
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
     }
-    pf__gguf_meta_array(meta, "tokenizer.ggml.token_type", PF__GGUF_I32, count);
-    for (size_t i = 0; i < count; i++) pf__gguf_meta_uint(meta, (uint32_t)types[i], 4);
-    pf__gguf_meta_array(meta, "tokenizer.ggml.merges", PF__GGUF_STRING, merges->count);
-    for (const pf__json *mg = merges->first; mg; mg = mg->next) {
-        if (mg->type == PF__JSON_STRING) {
-            pf__gguf_meta_text(meta, mg->string, mg->string_len);
-            continue;
+    for (size_t i = named; i < count; i++) {
+        snprintf(pads[i - named], sizeof *pads, "[PAD%zu]", i);
+        texts[i] = pads[i - named];
+        types[i] = 5; /* llama.cpp's UNUSED */
+    }
+    if (spm) r = pf__gguf_spm_scores(merges, texts, types, count, scores, path, message, size);
+    if (!r) {
+        pf__gguf_meta_string(meta, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
+        if (!spm) pf__gguf_meta_string(meta, "tokenizer.ggml.pre", pf__gguf_pretokenizers[p].pre);
+        pf__gguf_meta_array(meta, "tokenizer.ggml.tokens", PF__GGUF_STRING, count);
+        for (size_t i = 0; i < count; i++) pf__gguf_meta_text(meta, texts[i], strlen(texts[i]));
+        pf__gguf_meta_array(meta, "tokenizer.ggml.token_type", PF__GGUF_I32, count);
+        for (size_t i = 0; i < count; i++) pf__gguf_meta_uint(meta, (uint32_t)types[i], 4);
+    }
+    if (!r && spm) {
+        pf__gguf_meta_array(meta, "tokenizer.ggml.scores", PF__GGUF_F32, count);
+        for (size_t i = 0; i < count; i++) {
+            uint32_t bits;
+            memcpy(&bits, &scores[i], 4);
+            pf__gguf_meta_uint(meta, bits, 4);
         }
-        const pf__json *left = mg->type == PF__JSON_ARRAY && mg->count == 2 ? mg->first : NULL, *right = left ? left->next : NULL;
-        if (!left || left->type != PF__JSON_STRING || right->type != PF__JSON_STRING || memchr(left->string, ' ', left->string_len) ||
-            memchr(right->string, ' ', right->string_len))
-            PF__REFUSE("%s: a merge that is not two tokens without spaces", path);
-        pf__gguf_meta_uint(meta, left->string_len + 1 + right->string_len, 8);
-        pf__gguf_meta_raw(meta, left->string, left->string_len);
-        pf__gguf_meta_raw(meta, " ", 1);
-        pf__gguf_meta_raw(meta, right->string, right->string_len);
+        pf__gguf_meta_bool(meta, "tokenizer.ggml.add_space_prefix", space_prefix);
+        if (unk_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.unknown_token_id", (uint32_t)unk_id);
     }
+    if (!r && !spm) {
+        pf__gguf_meta_array(meta, "tokenizer.ggml.merges", PF__GGUF_STRING, merges->count);
+        for (const pf__json *mg = merges->first; mg && !r; mg = mg->next) {
+            if (mg->type == PF__JSON_STRING) {
+                pf__gguf_meta_text(meta, mg->string, mg->string_len);
+                continue;
+            }
+            const pf__json *left = mg->type == PF__JSON_ARRAY && mg->count == 2 ? mg->first : NULL, *right = left ? left->next : NULL;
+            if (!left || left->type != PF__JSON_STRING || right->type != PF__JSON_STRING ||
+                memchr(left->string, ' ', left->string_len) || memchr(right->string, ' ', right->string_len)) {
+                r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a merge that is not two tokens without spaces", path);
+                break;
+            }
+            pf__gguf_meta_uint(meta, left->string_len + 1 + right->string_len, 8);
+            pf__gguf_meta_raw(meta, left->string, left->string_len);
+            pf__gguf_meta_raw(meta, " ", 1);
+            pf__gguf_meta_raw(meta, right->string, right->string_len);
+        }
+    }
+    free(pads);
+    if (r) goto done;
     if (c->bos_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_token_id);
     if (c->num_eos_ids == 1) pf__gguf_meta_u32(meta, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_ids[0]);
     if (c->pad_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.padding_token_id", (uint32_t)c->pad_token_id);
@@ -30918,6 +31086,7 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
 done:
     free(texts);
     free(types);
+    free(scores);
     pf__json_free(root);
     return r;
 }

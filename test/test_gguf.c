@@ -479,13 +479,13 @@ static void gguf_check_save_directory(const char *fixture, const char *cases_of,
 }
 
 /* What GGUF cannot say is refused, naming it, and no file is left: a family without a GGUF
-   architecture, a SentencePiece-style tokenizer (not written yet), a tensor without a GGUF name
+   architecture, a byte-level tokenizer whose split GGUF has no name for, a tensor without a GGUF name
    (a classifier), a rope scaling that would read back as another (llama3's, which llama.cpp
    stores as a rope_freqs tensor). */
 static void gguf_check_save_refusals(const char *tmp) {
     static const struct { const char *fixture, *needle; } cases[] = {
         {"bert", "model_type \"bert\" has no GGUF architecture"},
-        {"llama", "byte_fallback (SentencePiece's"},
+        {"gpt_neox", "none of those GGUF names in tokenizer.ggml.pre"}, /* GPT-2's split with NFC */
         {"llama-cls", "tensor 'score.weight' has no GGUF name"},
         {"llama3-rope", "the rope scaling (rope_scaling / rope_parameters) has no GGUF form"},
     };
@@ -507,10 +507,11 @@ static void gguf_check_save(void) {
         CHECK_MSG(0, "mkdtemp");
         return;
     }
-    /* GPT-2 (Conv1D, tied), LLaMA (q/k permuted; LLaMA 3's tokenizer), Qwen2 (biases, NFC and its
+    /* GPT-2 (Conv1D, tied), LLaMA (q/k permuted; a SentencePiece BPE as "llama", and LLaMA 3's
+       tokenizer), Qwen2 (biases, NFC and its
        split), Phi (partial rotary), StarCoder (multi-query: head_count_kv by hand), OLMo (its
        epsilon by hand, weightless norms) */
-    static const char *const saved[][2] = {{"gpt2-tiny", "gpt2-tiny"}, {"llama-bpe", "llama3-rope"}, {"qwen2", "qwen2"},
+    static const char *const saved[][2] = {{"gpt2-tiny", "gpt2-tiny"}, {"llama", "llama"}, {"llama-bpe", "llama3-rope"}, {"qwen2", "qwen2"},
                                            {"phi", NULL}, {"gpt_bigcode", NULL}, {"olmo", NULL}};
     for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++) gguf_check_save_directory(saved[i][0], saved[i][1], tmp);
     gguf_check_save_refusals(tmp);
