@@ -481,7 +481,7 @@ static void gguf_check_save_directory(const char *fixture, const char *cases_of,
 /* What GGUF cannot say is refused, naming it, and no file is left: a family without a GGUF
    architecture, a byte-level tokenizer whose split GGUF has no name for, a tensor without a GGUF name
    (a classifier), a rope scaling that would read back as another (llama3's, which llama.cpp
-   stores as a rope_freqs tensor). */
+   stores as a rope_freqs tensor); a directory without a model, an output path in no directory. */
 static void gguf_check_save_refusals(const char *tmp) {
     static const struct { const char *fixture, *needle; } cases[] = {
         {"bert", "model_type \"bert\" has no GGUF architecture"},
@@ -499,6 +499,13 @@ static void gguf_check_save_refusals(const char *tmp) {
                   "%s saved as GGUF: %s (%s)", cases[i].fixture, error, pf_result_string(r));
         unlink(out);
     }
+    /* bad calls: a directory without a model, an output where no file can be made */
+    pf_result r = pf_quantize_gguf(tmp, out, PF_DTYPE_F32, error, sizeof error);
+    CHECK_MSG(r != PF_OK && strstr(error, "config.json") && access(out, F_OK) != 0, "an empty directory saved: %s", error);
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    snprintf(out, sizeof out, "%s/no/such/dir/out.gguf", tmp);
+    r = pf_quantize_gguf(dir, out, PF_DTYPE_Q8_0, error, sizeof error);
+    CHECK_MSG(r == PF_ERROR_IO && strstr(error, "cannot create it"), "gpt2-tiny saved where no file can be made: %s", error);
 }
 
 static void gguf_check_save(void) {
