@@ -31391,6 +31391,19 @@ static const struct { const char *pre, *json; int ignore_merges; const char *nor
                    "\"trim_offsets\": true, \"use_regex\": false}]}", 0, "{\"type\": \"NFC\"}"},
 };
 
+/* SentencePiece's BPE (tokenizer.ggml.model "llama") as tokenizer.json writes its pre-tokenizer and
+   decoder, without ([0]) and with ([1]) the space prefix (tokenizer.ggml.add_space_prefix): what
+   the reader makes of a file, and what the writer takes for that form. */
+static const char *const pf__gguf_spm_pre[2] = {
+    "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": \"never\"}",
+    "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": \"first\"}"};
+static const char *const pf__gguf_spm_decoder[2] = {
+    "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\xe2\x96\x81\"}, "
+    "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]}",
+    "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\xe2\x96\x81\"}, "
+    "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}, {\"type\": \"Strip\", \"content\": \" \", "
+    "\"start\": 1, \"stop\": 0}]}"};
+
 enum { /* llama.cpp's token types (tokenizer.ggml.token_type) */
     PF__GGUF_TOKEN_NORMAL = 1, PF__GGUF_TOKEN_UNKNOWN = 2, PF__GGUF_TOKEN_CONTROL = 3, PF__GGUF_TOKEN_USER_DEFINED = 4
 };
@@ -31631,13 +31644,8 @@ static int pf__gguf_put_added_and_decoding(pf__tok_buf *b, int spm, int space_pr
         first = 0;
     }
     if (spm)
-        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": "
-                               "\"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": ") ||
-               pf__gguf_put(b, space_prefix ? "\"first\"}" : "\"never\"}") ||
-               pf__gguf_put(b, ", \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
-                               "{\"String\": \"\xe2\x96\x81\"}, \"content\": \" \"}, {\"type\": \"ByteFallback\"}, "
-                               "{\"type\": \"Fuse\"}") ||
-               pf__gguf_put(b, space_prefix ? ", {\"type\": \"Strip\", \"content\": \" \", \"start\": 1, \"stop\": 0}]}" : "]}");
+        bad |= pf__gguf_put(b, "], \"normalizer\": null, \"pre_tokenizer\": ") || pf__gguf_put(b, pf__gguf_spm_pre[space_prefix != 0]) ||
+               pf__gguf_put(b, ", \"decoder\": ") || pf__gguf_put(b, pf__gguf_spm_decoder[space_prefix != 0]);
     else
         bad |= pf__gguf_put(b, "], \"normalizer\": ") ||
                pf__gguf_put(b, pf__gguf_pretokenizers[pretokenizer].normalizer ? pf__gguf_pretokenizers[pretokenizer].normalizer
@@ -32193,6 +32201,818 @@ static pf_result pf__gguf_write(const pf__gguf *g, FILE *f, uint32_t to, pf_dtyp
     return o.bad ? pf__format(message, size, PF_ERROR_IO, "cannot write the GGUF file") : PF_OK;
 }
 
+/* ---- writing: a model directory as a GGUF file (pf_quantize_gguf of a directory) ---- */
+
+/* The reader's tables run backwards: general.architecture is the PF_GGUF_ARCH row of the
+   directory's model_type, each PF_GGUF_CONFIG key with a config key takes the value the family's
+   PF_ARCH_CONFIG row of that key parsed, each tensor the PF_GGUF_TENSOR row whose transformers name
+   it has (its transform undone the other way), and the tokenizer the tokenizer.ggml.pre whose
+   pf__gguf_pretokenizers row its tokenizer.json has. The file is then loaded as any GGUF is, and
+   its config must be the directory's: what the metadata cannot say is refused, naming it. */
+
+/* Metadata being written: the key/values as GGUF lays them out, their count, and whether memory
+   ran out. */
+typedef struct pf__gguf_meta {
+    pf__tok_buf bytes;
+    uint64_t count;
+    int bad;
+} pf__gguf_meta;
+
+static void pf__gguf_meta_raw(pf__gguf_meta *m, const void *p, size_t n) {
+    if (!m->bad && pf__buf_put(&m->bytes, p, n)) m->bad = 1;
+}
+
+static void pf__gguf_meta_uint(pf__gguf_meta *m, uint64_t v, int bytes) { /* little-endian */
+    uint8_t b[8];
+    for (int i = 0; i < bytes; i++) b[i] = (uint8_t)(v >> 8 * i);
+    pf__gguf_meta_raw(m, b, (size_t)bytes);
+}
+
+static void pf__gguf_meta_text(pf__gguf_meta *m, const char *s, size_t len) {
+    pf__gguf_meta_uint(m, len, 8);
+    pf__gguf_meta_raw(m, s, len);
+}
+
+/* A key and its value's type; the value follows. */
+static void pf__gguf_meta_key(pf__gguf_meta *m, const char *key, uint32_t type) {
+    pf__gguf_meta_text(m, key, strlen(key));
+    pf__gguf_meta_uint(m, type, 4);
+    m->count++;
+}
+
+static void pf__gguf_meta_u32(pf__gguf_meta *m, const char *key, uint32_t v) {
+    pf__gguf_meta_key(m, key, PF__GGUF_U32);
+    pf__gguf_meta_uint(m, v, 4);
+}
+
+static void pf__gguf_meta_f32(pf__gguf_meta *m, const char *key, float v) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    pf__gguf_meta_key(m, key, PF__GGUF_F32);
+    pf__gguf_meta_uint(m, bits, 4);
+}
+
+static void pf__gguf_meta_bool(pf__gguf_meta *m, const char *key, int v) {
+    pf__gguf_meta_key(m, key, PF__GGUF_BOOL);
+    pf__gguf_meta_uint(m, v != 0, 1);
+}
+
+static void pf__gguf_meta_string(pf__gguf_meta *m, const char *key, const char *s) {
+    pf__gguf_meta_key(m, key, PF__GGUF_STRING);
+    pf__gguf_meta_text(m, s, strlen(s));
+}
+
+/* An array's key, element type and count; its elements follow. */
+static void pf__gguf_meta_array(pf__gguf_meta *m, const char *key, uint32_t elem_type, uint64_t count) {
+    pf__gguf_meta_key(m, key, PF__GGUF_ARRAY);
+    pf__gguf_meta_uint(m, elem_type, 4);
+    pf__gguf_meta_uint(m, count, 8);
+}
+
+/* The family's PF_ARCH_CONFIG row that reads config.json key `key`, or NULL. */
+static const pf__arch_config *pf__gguf_config_row(const pf__config *c, const char *key) {
+    const pf__policy_rows *rows = pf__rows(c->arch);
+    for (size_t i = 0; i < rows->num_configs; i++)
+        if (rows->configs[i].arch == c->arch && rows->configs[i].key && !strcmp(rows->configs[i].key, key))
+            return &rows->configs[i];
+    return NULL;
+}
+
+static double pf__gguf_field(const pf__config *c, const pf__arch_config *row) {
+    double d;
+    int n;
+    if (row->is_double) return memcpy(&d, (const char *)c + row->offset, sizeof d), d;
+    return memcpy(&n, (const char *)c + row->offset, sizeof n), (double)n;
+}
+
+/* The "<arch>." keys: each PF_GGUF_CONFIG row with a config key (once a key), from the field the
+   family reads that config key into (doubles as float32, counts as uint32, as llama.cpp reads
+   them; a 0 that is the row's fallback left out); then the widths LLaMA's, GPT-NeoX's and Phi's
+   metadata give by hand. */
+static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *a, const pf__config *c, const char *dir,
+                                      char *message, size_t size) {
+    char key[128];
+    for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys); k++) {
+        const pf__gguf_config_key *row = &pf__gguf_config_keys[k];
+        if (!pf__gguf_row_of(row->arch, a->name) || !row->config_key) continue;
+        const pf__arch_config *field = pf__gguf_config_row(c, row->config_key);
+        int written = 0;
+        for (size_t j = 0; j < k && !written; j++) /* a key that feeds several config keys: the first */
+            written = pf__gguf_row_of(pf__gguf_config_keys[j].arch, a->name) && pf__gguf_config_keys[j].config_key &&
+                      !strcmp(pf__gguf_config_keys[j].suffix, row->suffix) &&
+                      pf__gguf_config_row(c, pf__gguf_config_keys[j].config_key);
+        if (!field || written) continue; /* a key the family does not read: its default, which the check below sees */
+        double v = pf__gguf_field(c, field);
+        if (v == 0 && field->fallback == 0) continue; /* none (no clamp, no window): what an absent key reads as */
+        snprintf(key, sizeof key, "%s.%s", a->name, row->suffix);
+        if (field->is_double) {
+            pf__gguf_meta_f32(meta, key, (float)v);
+        } else {
+            if (v < 0 || v > 4294967295.0)
+                return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: config.json's %s %g has no GGUF form (%s is a "
+                                  "uint32)", dir, row->config_key, v, key);
+            pf__gguf_meta_u32(meta, key, (uint32_t)v);
+        }
+    }
+    /* keys some architectures' rows read by hand (NULL config key) that llama.cpp needs: from the
+       config's field, where no row with a config key wrote them */
+    static const struct { const char *suffix; size_t offset; int is_double; } by_hand[] = {
+        {"attention.head_count_kv", offsetof(pf__config, num_kv_heads), 0}, /* StarCoder's 1, checked by the reader */
+        {"attention.layer_norm_epsilon", offsetof(pf__config, norm_eps), 1}, /* OLMo's fixed 1e-5 */
+    };
+    for (size_t i = 0; i < PF__COUNT(by_hand); i++) {
+        int written = 0;
+        for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys) && !written; k++)
+            written = pf__gguf_row_of(pf__gguf_config_keys[k].arch, a->name) && pf__gguf_config_keys[k].config_key &&
+                      !strcmp(pf__gguf_config_keys[k].suffix, by_hand[i].suffix) &&
+                      pf__gguf_config_row(c, pf__gguf_config_keys[k].config_key);
+        if (written || !pf__gguf_reads_key(a->name, by_hand[i].suffix)) continue;
+        snprintf(key, sizeof key, "%s.%s", a->name, by_hand[i].suffix);
+        double d;
+        int n;
+        if (by_hand[i].is_double) pf__gguf_meta_f32(meta, key, (float)(memcpy(&d, (const char *)c + by_hand[i].offset, sizeof d), d));
+        else pf__gguf_meta_u32(meta, key, (uint32_t)(memcpy(&n, (const char *)c + by_hand[i].offset, sizeof n), n));
+    }
+    int rotary_dims = a->rotary == 1 ? c->head_dim
+                      : a->rotary == 2 || a->rotary == 3
+                          ? (c->rotary_dim ? c->rotary_dim : (int)floor(c->rotary_pct * c->head_dim + 0.5))
+                          : 0;
+    snprintf(key, sizeof key, "%s.rope.dimension_count", a->name);
+    if (rotary_dims > 0 && pf__gguf_reads_key(a->name, "rope.dimension_count")) pf__gguf_meta_u32(meta, key, (uint32_t)rotary_dims);
+    snprintf(key, sizeof key, "%s.vocab_size", a->name);
+    if (pf__gguf_reads_key(a->name, "vocab_size")) pf__gguf_meta_u32(meta, key, (uint32_t)c->vocab_size);
+    return PF_OK;
+}
+
+/* Whether JSON values a and b are the same (an object's members in any order), members named
+   `skip` left out of both. */
+static int pf__gguf_json_same(const pf__json *a, const pf__json *b, const char *skip) {
+    if (!a || !b || a->type != b->type) return 0;
+    switch (a->type) {
+    case PF__JSON_NULL: return 1;
+    case PF__JSON_BOOL: return a->boolean == b->boolean;
+    case PF__JSON_NUMBER: return a->number == b->number;
+    case PF__JSON_STRING: return a->string_len == b->string_len && !memcmp(a->string, b->string, a->string_len);
+    case PF__JSON_ARRAY:
+        if (a->count != b->count) return 0;
+        for (const pf__json *x = a->first, *y = b->first; x; x = x->next, y = y->next)
+            if (!pf__gguf_json_same(x, y, skip)) return 0;
+        return 1;
+    default: {
+        size_t a_count = 0, b_count = 0;
+        for (const pf__json *x = a->first; x; x = x->next) {
+            if (skip && !strcmp(x->key, skip)) continue;
+            a_count++;
+            if (!pf__gguf_json_same(x, pf__json_get(b, x->key), skip)) return 0;
+        }
+        for (const pf__json *y = b->first; y; y = y->next) b_count += !(skip && !strcmp(y->key, skip));
+        return a_count == b_count;
+    }
+    }
+}
+
+/* The pf__gguf_pretokenizers row whose pre-tokenizer and normalizer tokenizer.json has (trim_offsets
+   left out: it moves offsets, not ids), or -1. "default" is the reader's name for a file without
+   tokenizer.ggml.pre, never written: llama.cpp's own default splits otherwise. */
+static int pf__gguf_pretokenizer_row(const pf__json *pre, const pf__json *normalizer) {
+    for (size_t p = 1; p < PF__COUNT(pf__gguf_pretokenizers); p++) {
+        char err[64];
+        const char *norm = pf__gguf_pretokenizers[p].normalizer;
+        pf__json *want = pf__json_parse(pf__gguf_pretokenizers[p].json, strlen(pf__gguf_pretokenizers[p].json), err, sizeof err);
+        pf__json *want_norm = norm ? pf__json_parse(norm, strlen(norm), err, sizeof err) : NULL;
+        int same = want && pf__gguf_json_same(pre, want, "trim_offsets") &&
+                   (norm ? want_norm && pf__gguf_json_same(normalizer, want_norm, NULL)
+                         : !normalizer || normalizer->type == PF__JSON_NULL);
+        pf__json_free(want);
+        pf__json_free(want_norm);
+        if (same) return (int)p;
+    }
+    return -1;
+}
+
+/* add_bos / add_eos from tokenizer.json's post-processor: a TemplateProcessing (alone or in a
+   Sequence beside ByteLevel's offsets) whose single text is [bos] A [eos] with the config's ids;
+   none adds nothing. Anything else is refused. */
+static pf_result pf__gguf_post_processor(const pf__json *post, const pf__json *vocab, const pf__json *added,
+                                         const pf__config *c, int *add_bos, int *add_eos, const char *path, char *message,
+                                         size_t size) {
+    *add_bos = *add_eos = 0;
+    if (!post || post->type == PF__JSON_NULL) return PF_OK;
+    const pf__json *type = pf__json_get(post, "type");
+    if (type && type->type == PF__JSON_STRING && !strcmp(type->string, "Sequence")) {
+        const pf__json *list = pf__json_get(post, "processors"), *template_ = NULL;
+        for (const pf__json *p = list && list->type == PF__JSON_ARRAY ? list->first : NULL; p; p = p->next) {
+            const pf__json *t = pf__json_get(p, "type");
+            if (t && t->type == PF__JSON_STRING && !strcmp(t->string, "ByteLevel")) continue;
+            if (template_) return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a post-processor Sequence of more than "
+                                             "ByteLevel and one TemplateProcessing has no GGUF form", path);
+            template_ = p;
+        }
+        if (!template_) return PF_OK;
+        post = template_;
+        type = pf__json_get(post, "type");
+    }
+    if (type && type->type == PF__JSON_STRING && !strcmp(type->string, "ByteLevel")) return PF_OK; /* offsets only */
+    if (!type || type->type != PF__JSON_STRING || strcmp(type->string, "TemplateProcessing"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: post-processor \"%s\" has no GGUF form (GGUF adds bos / "
+                          "eos only)", path, type && type->type == PF__JSON_STRING ? type->string : "?");
+    const pf__json *single = pf__json_get(post, "single");
+    int seen_text = 0, bad = !single || single->type != PF__JSON_ARRAY;
+    for (const pf__json *item = bad ? NULL : single->first; item && !bad; item = item->next) {
+        const pf__json *special = pf__json_get(item, "SpecialToken");
+        if (pf__json_get(item, "Sequence")) {
+            bad = seen_text++;
+            continue;
+        }
+        const pf__json *content = special ? pf__json_get(special, "id") : NULL;
+        double id = -1;
+        const pf__json *in_vocab = content && content->type == PF__JSON_STRING ? pf__json_get(vocab, content->string) : NULL;
+        if (in_vocab) pf__json_number(in_vocab, &id);
+        for (const pf__json *t = added && added->type == PF__JSON_ARRAY ? added->first : NULL; t && content; t = t->next) {
+            const pf__json *text = pf__json_get(t, "content");
+            if (text && text->type == PF__JSON_STRING && content->type == PF__JSON_STRING && !strcmp(text->string, content->string))
+                pf__json_number(pf__json_get(t, "id"), &id);
+        }
+        int eos = c->num_eos_ids == 1 && id == c->eos_ids[0];
+        if (!seen_text && id == c->bos_token_id && !*add_bos) *add_bos = 1;
+        else if (seen_text && eos && !*add_eos) *add_eos = 1;
+        else bad = 1;
+    }
+    if (bad || !seen_text)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: its TemplateProcessing adds more than the config's bos "
+                          "before a text and eos after it, which GGUF's add_bos_token / add_eos_token say", path);
+    return PF_OK;
+}
+
+static int pf__u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int pf__gguf_text_cmp(const void *a, const void *b) {
+    return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
+}
+
+/* SentencePiece's scores for a BPE's merges (merges: tokenizer.json's, texts by id, count ids):
+   each piece a merge makes scores minus the rank of the first merge that makes it, the others
+   below every merge, so that the reader's merges (every split of a normal piece into two normal
+   pieces, by the piece's score: pf__gguf_spm_merges) are the BPE's; checked by running that
+   derivation on them. Refused where they are not (a BPE not converted from SentencePiece). */
+static pf_result pf__gguf_spm_scores(const pf__json *merges, const char **texts, const int32_t *types, size_t count,
+                                     float *scores, const char *path, char *message, size_t size) {
+    const char ***sorted = (const char ***)malloc((count ? count : 1) * sizeof *sorted);
+    uint32_t *wants = (uint32_t *)malloc((merges->count ? merges->count : 1) * 3 * sizeof *wants);
+    uint8_t *type_bytes = (uint8_t *)malloc((count ? count : 1) * 4);
+    size_t *lens = (size_t *)malloc((count ? count : 1) * sizeof *lens);
+    pf__gguf_merge *derived = NULL;
+    size_t num_derived = 0, k = 0;
+    pf_result r = PF_OK;
+    char joined[2048];
+    if (!sorted || !wants || !type_bytes || !lens) {
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        sorted[i] = &texts[i];
+        lens[i] = strlen(texts[i]);
+        scores[i] = -(float)merges->count - 1;
+        for (int b = 0; b < 4; b++) type_bytes[4 * i + b] = (uint8_t)((uint32_t)types[i] >> 8 * b);
+    }
+    qsort(sorted, count, sizeof *sorted, pf__gguf_text_cmp);
+    for (const pf__json *mg = merges->first; mg && !r; mg = mg->next, k++) {
+        const char *part[2] = {NULL, NULL};
+        if (mg->type == PF__JSON_STRING) {
+            const char *space = strchr(mg->string, ' ');
+            if (space && (size_t)(space - mg->string) < sizeof joined) {
+                memcpy(joined, mg->string, (size_t)(space - mg->string));
+                joined[space - mg->string] = 0;
+                part[0] = joined, part[1] = space + 1;
+            }
+        } else if (mg->type == PF__JSON_ARRAY && mg->count == 2 && mg->first->type == PF__JSON_STRING &&
+                   mg->first->next->type == PF__JSON_STRING) {
+            part[0] = mg->first->string, part[1] = mg->first->next->string;
+        }
+        char whole[2048];
+        const char **found[3] = {NULL, NULL, NULL};
+        size_t left_len = part[0] ? strlen(part[0]) : 0, right_len = part[1] ? strlen(part[1]) : 0;
+        if (part[0] && left_len + right_len < sizeof whole) {
+            memcpy(whole, part[0], left_len);
+            memcpy(whole + left_len, part[1], right_len + 1);
+            const char *probe[3] = {part[0], part[1], whole};
+            for (int j = 0; j < 3; j++) {
+                const char **key = &probe[j];
+                const char ***hit = (const char ***)bsearch(&key, sorted, count, sizeof *sorted, pf__gguf_text_cmp);
+                found[j] = hit ? *hit : NULL;
+            }
+        }
+        if (!found[0] || !found[1] || !found[2]) {
+            r = pf__format(message, size, PF_ERROR_FORMAT, "%s: merge %zu is not of two tokens into a third", path, k + 1);
+            break;
+        }
+        for (int j = 0; j < 3; j++) wants[3 * k + j] = (uint32_t)(found[j] - texts);
+        if (scores[wants[3 * k + 2]] < -(float)k) scores[wants[3 * k + 2]] = -(float)k;
+    }
+    if (!r) {
+        pf__gguf_kv kv;
+        pf__gguf g;
+        memset(&kv, 0, sizeof kv);
+        memset(&g, 0, sizeof g);
+        kv.type = PF__GGUF_ARRAY, kv.elem_type = PF__GGUF_I32, kv.count = count, kv.value = type_bytes;
+        g.path = path;
+        r = pf__gguf_spm_merges(&g, texts, lens, scores, &kv, count, &derived, &num_derived, message, size);
+    }
+    /* the derived merges, those of other splits of a piece left out (transformers' conversion of a
+       SentencePiece model makes them too, at the piece's rank), are the BPE's in its order */
+    uint64_t *ranked = r ? NULL : (uint64_t *)malloc((merges->count ? merges->count : 1) * sizeof *ranked);
+    if (!r && !ranked) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; !r && i < merges->count; i++) ranked[i] = (uint64_t)wants[3 * i] << 32 | wants[3 * i + 1];
+    if (!r) qsort(ranked, merges->count, sizeof *ranked, pf__u64_cmp);
+    size_t next = 0;
+    for (size_t i = 0; !r && i < num_derived; i++) {
+        uint64_t pair = (uint64_t)derived[i].left << 32 | derived[i].right;
+        if (!bsearch(&pair, ranked, merges->count, sizeof *ranked, pf__u64_cmp)) continue;
+        if (next < merges->count && wants[3 * next] == derived[i].left && wants[3 * next + 1] == derived[i].right &&
+            wants[3 * next + 2] == derived[i].whole)
+            next++;
+        else
+            break;
+    }
+    if (!r && next != merges->count)
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: its merges are not SentencePiece's (every split of a "
+                       "piece into two, by the piece's score: tokenizer.ggml.model \"llama\"), from merge %zu on", path,
+                       next + 1);
+    free(ranked);
+done:
+    free(sorted);
+    free(wants);
+    free(type_bytes);
+    free(lens);
+    free(derived);
+    return r;
+}
+
+/* The tokenizer.ggml.* keys of a BPE tokenizer.json: a byte-level one as tokenizer.ggml.model
+   "gpt2" (merges, and the tokenizer.ggml.pre whose pf__gguf_pretokenizers row its pre-tokenizer and
+   normalizer are), SentencePiece's (byte fallback, Metaspace) as "llama" (scores that make its
+   merges, add_space_prefix, the unknown token); tokens by id (ids the embedding has beyond them
+   padded as llama.cpp's converter pads them, "[PAD<id>]", unused), their types (added tokens
+   control when special, else user-defined; <0xXX> pieces bytes), the config's bos / eos / pad ids,
+   add_bos / add_eos from the post-processor, the chat template. Other models, and any option
+   GGUF's form would change, are refused. */
+static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, const pf_model *m, char *message, size_t size) {
+    const pf__config *c = &m->config;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    struct stat st;
+    if (stat(path, &st)) {
+        if (m->tokenizer)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: its tokenizer is not a tokenizer.json, which is "
+                              "what is written to GGUF", dir);
+        return PF_OK; /* no tokenizer: none written */
+    }
+    pf__json *root = NULL;
+    pf_result r = pf__json_load(path, &root, message, size);
+    if (r) return r;
+    const pf__json *model = pf__json_get(root, "model"), *added = pf__json_get(root, "added_tokens");
+    const pf__json *type = model ? pf__json_get(model, "type") : NULL, *vocab = model ? pf__json_get(model, "vocab") : NULL;
+    const pf__json *merges = model ? pf__json_get(model, "merges") : NULL;
+    const pf__json *pre = pf__json_get(root, "pre_tokenizer"), *normalizer = pf__json_get(root, "normalizer");
+    const pf__json *decoder = pf__json_get(root, "decoder");
+    const char **texts = NULL;
+    int32_t *types = NULL;
+    float *scores = NULL;
+    size_t count = (size_t)c->vocab_size;
+    int p = -1, add_bos = 0, add_eos = 0, space_prefix = -1, unk_id = -1;
+#define PF__REFUSE(...) do { r = pf__format(message, size, PF_ERROR_UNSUPPORTED, __VA_ARGS__); goto done; } while (0)
+    if (!type || type->type != PF__JSON_STRING || strcmp(type->string, "BPE") || !vocab || vocab->type != PF__JSON_OBJECT ||
+        !merges || merges->type != PF__JSON_ARRAY)
+        PF__REFUSE("%s: model \"%s\" is not written to GGUF (a BPE with its vocab and merges is)", path,
+                   type && type->type == PF__JSON_STRING ? type->string : "?");
+    int spm = pf__tok_json_bool(model, "byte_fallback", 0);
+    if (spm) {
+        for (int s = 0; s < 2 && space_prefix < 0; s++) {
+            char err[64];
+            pf__json *want_pre = pf__json_parse(pf__gguf_spm_pre[s], strlen(pf__gguf_spm_pre[s]), err, sizeof err);
+            pf__json *want_dec = pf__json_parse(pf__gguf_spm_decoder[s], strlen(pf__gguf_spm_decoder[s]), err, sizeof err);
+            if (want_pre && want_dec && pf__gguf_json_same(pre, want_pre, NULL) && pf__gguf_json_same(decoder, want_dec, NULL))
+                space_prefix = s;
+            pf__json_free(want_pre);
+            pf__json_free(want_dec);
+        }
+        if (space_prefix < 0 || (normalizer && normalizer->type != PF__JSON_NULL) || !pf__tok_json_bool(model, "fuse_unk", 0))
+            PF__REFUSE("%s: a BPE with byte_fallback whose normalizer, pre-tokenizer, decoder or fuse_unk are not "
+                       "SentencePiece's as GGUF's tokenizer.ggml.model \"llama\" means them (no normalizer, Metaspace \"\xe2\x96\x81\" "
+                       "with prepend_scheme first or never, fuse_unk)", path);
+        const pf__json *unk = pf__json_get(model, "unk_token");
+        double id = -1;
+        if (unk && unk->type == PF__JSON_STRING && pf__json_number(pf__json_get(vocab, unk->string), &id) == 1) unk_id = (int)id;
+    } else {
+        p = pf__gguf_pretokenizer_row(pre, normalizer);
+        if (p < 0)
+            PF__REFUSE("%s: its pre_tokenizer and normalizer are none of those GGUF names in tokenizer.ggml.pre (gpt-2, smollm, "
+                       "llama-bpe, qwen2)", path);
+        const pf__json *decoder_type = decoder ? pf__json_get(decoder, "type") : NULL;
+        if (!decoder_type || decoder_type->type != PF__JSON_STRING || strcmp(decoder_type->string, "ByteLevel"))
+            PF__REFUSE("%s: a byte-level BPE's decoder is ByteLevel in GGUF; this one's is not", path);
+    }
+    int ignore_merges = spm ? 0 : pf__gguf_pretokenizers[p].ignore_merges;
+    if (pf__tok_json_bool(model, "ignore_merges", 0) != ignore_merges)
+        PF__REFUSE("%s: ignore_merges %s differs from what GGUF's form of it means", path, ignore_merges ? "false" : "true");
+    static const char *const empty_keys[] = {"continuing_subword_prefix", "end_of_word_suffix", "dropout"};
+    for (size_t k = 0; k < PF__COUNT(empty_keys); k++) {
+        const pf__json *v = pf__json_get(model, empty_keys[k]);
+        if (v && v->type != PF__JSON_NULL && !(v->type == PF__JSON_STRING && !v->string_len))
+            PF__REFUSE("%s: model.%s has no GGUF form", path, empty_keys[k]);
+    }
+    if (c->num_eos_ids > 1)
+        PF__REFUSE("%s: the config names %d eos ids; GGUF's tokenizer.ggml.eos_token_id holds one", dir, c->num_eos_ids);
+    if ((r = pf__gguf_post_processor(pf__json_get(root, "post_processor"), vocab, added, c, &add_bos, &add_eos, path, message,
+                                     size)))
+        goto done;
+    texts = (const char **)calloc(count ? count : 1, sizeof *texts);
+    types = (int32_t *)malloc((count ? count : 1) * sizeof *types);
+    scores = (float *)malloc((count ? count : 1) * sizeof *scores);
+    if (!texts || !types || !scores) {
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) types[i] = PF__GGUF_TOKEN_NORMAL;
+    for (const pf__json *v = vocab->first; v; v = v->next) {
+        double id = -1;
+        if (pf__json_number(v, &id) != 1 || id < 0 || id >= (double)count || id != floor(id) || texts[(size_t)id])
+            PF__REFUSE("%s: vocab entry \"%s\" has id %g, outside the model's %zu or taken twice", path, v->key, id, count);
+        texts[(size_t)id] = v->key;
+        unsigned byte;
+        char end;
+        if (spm && strlen(v->key) == 6 && sscanf(v->key, "<0x%2X%c", &byte, &end) == 2 && end == '>')
+            types[(size_t)id] = 6; /* llama.cpp's BYTE: byte fallback's pieces */
+    }
+    for (const pf__json *t = added && added->type == PF__JSON_ARRAY ? added->first : NULL; t; t = t->next) {
+        const pf__json *text = pf__json_get(t, "content");
+        double id = -1;
+        if (!text || text->type != PF__JSON_STRING || pf__json_number(pf__json_get(t, "id"), &id) != 1 || id < 0 ||
+            id >= (double)count || id != floor(id) || (texts[(size_t)id] && strcmp(texts[(size_t)id], text->string)))
+            PF__REFUSE("%s: an added token without content, or whose id is outside the model's %zu or another token's", path,
+                       count);
+        static const char *const flags[] = {"lstrip", "rstrip", "single_word"};
+        for (size_t k = 0; k < PF__COUNT(flags); k++)
+            if (pf__tok_json_bool(t, flags[k], 0))
+                PF__REFUSE("%s: added token \"%s\" has %s, which GGUF cannot say", path, text->string, flags[k]);
+        if ((spm || pf__gguf_pretokenizers[p].normalizer) && pf__tok_json_bool(t, "normalized", 0))
+            PF__REFUSE("%s: added token \"%s\" is matched in normalized text, which GGUF cannot say", path, text->string);
+        texts[(size_t)id] = text->string;
+        types[(size_t)id] = (int)id == unk_id ? PF__GGUF_TOKEN_UNKNOWN
+                            : pf__tok_json_bool(t, "special", 0) ? PF__GGUF_TOKEN_CONTROL
+                                                                 : PF__GGUF_TOKEN_USER_DEFINED;
+    }
+    size_t named = count;
+    while (named > 0 && !texts[named - 1]) named--;
+    for (size_t i = 0; i < named; i++)
+        if (!texts[i]) PF__REFUSE("%s: id %zu has no token (GGUF lists every id's)", path, i);
+    if (unk_id >= 0 && types[unk_id] == PF__GGUF_TOKEN_NORMAL) types[unk_id] = PF__GGUF_TOKEN_UNKNOWN;
+    char (*pads)[32] = NULL; /* the embedding's rows past the tokenizer's, as llama.cpp pads them */
+    if (named < count && !(pads = (char (*)[32])malloc((count - named) * sizeof *pads))) {
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    for (size_t i = named; i < count; i++) {
+        snprintf(pads[i - named], sizeof *pads, "[PAD%zu]", i);
+        texts[i] = pads[i - named];
+        types[i] = 5; /* llama.cpp's UNUSED */
+    }
+    if (spm) r = pf__gguf_spm_scores(merges, texts, types, count, scores, path, message, size);
+    if (!r) {
+        pf__gguf_meta_string(meta, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
+        if (!spm) pf__gguf_meta_string(meta, "tokenizer.ggml.pre", pf__gguf_pretokenizers[p].pre);
+        pf__gguf_meta_array(meta, "tokenizer.ggml.tokens", PF__GGUF_STRING, count);
+        for (size_t i = 0; i < count; i++) pf__gguf_meta_text(meta, texts[i], strlen(texts[i]));
+        pf__gguf_meta_array(meta, "tokenizer.ggml.token_type", PF__GGUF_I32, count);
+        for (size_t i = 0; i < count; i++) pf__gguf_meta_uint(meta, (uint32_t)types[i], 4);
+    }
+    if (!r && spm) {
+        pf__gguf_meta_array(meta, "tokenizer.ggml.scores", PF__GGUF_F32, count);
+        for (size_t i = 0; i < count; i++) {
+            uint32_t bits;
+            memcpy(&bits, &scores[i], 4);
+            pf__gguf_meta_uint(meta, bits, 4);
+        }
+        pf__gguf_meta_bool(meta, "tokenizer.ggml.add_space_prefix", space_prefix);
+        if (unk_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.unknown_token_id", (uint32_t)unk_id);
+    }
+    if (!r && !spm) {
+        pf__gguf_meta_array(meta, "tokenizer.ggml.merges", PF__GGUF_STRING, merges->count);
+        for (const pf__json *mg = merges->first; mg && !r; mg = mg->next) {
+            if (mg->type == PF__JSON_STRING) {
+                pf__gguf_meta_text(meta, mg->string, mg->string_len);
+                continue;
+            }
+            const pf__json *left = mg->type == PF__JSON_ARRAY && mg->count == 2 ? mg->first : NULL, *right = left ? left->next : NULL;
+            if (!left || left->type != PF__JSON_STRING || right->type != PF__JSON_STRING ||
+                memchr(left->string, ' ', left->string_len) || memchr(right->string, ' ', right->string_len)) {
+                r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a merge that is not two tokens without spaces", path);
+                break;
+            }
+            pf__gguf_meta_uint(meta, left->string_len + 1 + right->string_len, 8);
+            pf__gguf_meta_raw(meta, left->string, left->string_len);
+            pf__gguf_meta_raw(meta, " ", 1);
+            pf__gguf_meta_raw(meta, right->string, right->string_len);
+        }
+    }
+    free(pads);
+    if (r) goto done;
+    if (c->bos_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_token_id);
+    if (c->num_eos_ids == 1) pf__gguf_meta_u32(meta, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_ids[0]);
+    if (c->pad_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.padding_token_id", (uint32_t)c->pad_token_id);
+    pf__gguf_meta_bool(meta, "tokenizer.ggml.add_bos_token", add_bos);
+    pf__gguf_meta_bool(meta, "tokenizer.ggml.add_eos_token", add_eos);
+    if (m->tokenizer && m->tokenizer->chat_template)
+        pf__gguf_meta_string(meta, "tokenizer.chat_template", m->tokenizer->chat_template);
+#undef PF__REFUSE
+done:
+    free(texts);
+    free(types);
+    free(scores);
+    pf__json_free(root);
+    return r;
+}
+
+/* A tensor being written: its GGUF name, dims (ggml's order), type and bytes (in the checkpoint's
+   map, or `owned`). */
+typedef struct pf__gguf_new_tensor {
+    char name[128];
+    int ndim;
+    uint64_t ne[PF__GGUF_MAX_DIMS];
+    uint32_t type;
+    const uint8_t *data;
+    size_t bytes;
+    float *owned;
+} pf__gguf_new_tensor;
+
+/* Value i of checkpoint tensor st as fp32. */
+static float pf__gguf_st_value(const pf__st_tensor *st, size_t i) {
+    float f;
+    if (st->dtype == PF__DTYPE_F32) return memcpy(&f, st->data + 4 * i, 4), f;
+    uint16_t h = (uint16_t)(st->data[2 * i] | st->data[2 * i + 1] << 8);
+    return st->dtype == PF__DTYPE_F16 ? pf__f16_to_f32(h) : pf__bf16_to_f32(h);
+}
+
+/* Checkpoint tensor st as GGUF tensor out under transform, the reader's undone: rows of LLaMA's q
+   and k, or of a fused qkv, go back where pf__gguf_source_row says the reader takes them from;
+   Conv1D's [in][out] is stored [out][in]; a norm's w as 1 + w; a [1, n] row as a vector. Tensors
+   that stay as they are point into the checkpoint's map, in its dtype. */
+static pf_result pf__gguf_new_tensor_of(const pf__st_tensor *st, pf__gguf_transform transform, const pf__config *c,
+                                        pf__gguf_new_tensor *out, const char *dir, char *message, size_t size) {
+    out->ndim = st->ndim;
+    for (int d = 0; d < st->ndim; d++) out->ne[d] = st->shape[st->ndim - 1 - d];
+    if (st->dtype != PF__DTYPE_F32 && st->dtype != PF__DTYPE_F16 && st->dtype != PF__DTYPE_BF16)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is %s; F32, F16 and BF16 checkpoints are "
+                          "written to GGUF", dir, st->name, st->file_dtype ? st->file_dtype : "quantized");
+    if (st->ndim < 1 || st->ndim > PF__GGUF_MAX_DIMS)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has %d dimensions", dir, st->name, st->ndim);
+    if (transform == PF__GGUF_AS_ROW) {
+        if (st->ndim != 2 || st->shape[0] != 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' is not a [1, n] row", dir, st->name);
+        out->ndim = 1, out->ne[0] = st->shape[1];
+        transform = PF__GGUF_AS_IS;
+    }
+    if (transform == PF__GGUF_TRANSPOSE && st->ndim == 2) out->ne[0] = st->shape[0], out->ne[1] = st->shape[1];
+    if (transform == PF__GGUF_AS_IS) {
+        out->type = st->dtype == PF__DTYPE_F32 ? PF__GGML_F32 : st->dtype == PF__DTYPE_F16 ? PF__GGML_F16 : PF__GGML_BF16;
+        out->data = st->data;
+        out->bytes = st->bytes;
+        return PF_OK;
+    }
+    size_t rows = st->ndim == 1 ? st->numel : st->shape[0], cols = rows ? st->numel / rows : 0;
+    size_t heads = transform == PF__GGUF_UNPERMUTE_K ? (size_t)c->num_kv_heads : (size_t)c->num_heads;
+    size_t kv_heads = (size_t)c->num_kv_heads, head_rows = heads ? rows / heads : 0;
+    if (transform == PF__GGUF_INTERLEAVE_QKV) head_rows = heads ? rows / (3 * heads) : 0;
+    if (transform == PF__GGUF_GROUP_QKV) head_rows = heads ? rows / (heads + 2 * kv_heads) : 0;
+    int shuffled = transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K ||
+                   transform == PF__GGUF_INTERLEAVE_QKV || transform == PF__GGUF_GROUP_QKV;
+    int fits = transform == PF__GGUF_UNPERMUTE_Q || transform == PF__GGUF_UNPERMUTE_K ? heads && rows % heads == 0 && head_rows % 2 == 0
+               : transform == PF__GGUF_INTERLEAVE_QKV ? heads && rows == 3 * heads * head_rows
+               : transform == PF__GGUF_GROUP_QKV ? heads && kv_heads && heads % kv_heads == 0 && rows == (heads + 2 * kv_heads) * head_rows
+               : transform == PF__GGUF_TRANSPOSE ? st->ndim == 2
+                                                  : transform == PF__GGUF_MINUS_ONE;
+    if (!fits)
+        return pf__format(message, size, shuffled || transform == PF__GGUF_TRANSPOSE ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED,
+                          shuffled || transform == PF__GGUF_TRANSPOSE ? "%s: tensor '%s' does not have the shape its GGUF "
+                          "form rearranges" : "%s: tensor '%s' is stored in GGUF in a form not written yet (experts, "
+                          "latent attention's halves)", dir, st->name);
+    float *values = (float *)malloc((st->numel ? st->numel : 1) * sizeof(float));
+    if (!values) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t r = 0; r < rows; r++) {
+        size_t to = shuffled ? pf__gguf_source_row(transform, r, heads, kv_heads, head_rows) : r;
+        for (size_t k = 0; k < cols; k++) {
+            float v = pf__gguf_st_value(st, r * cols + k);
+            if (transform == PF__GGUF_TRANSPOSE) values[k * rows + r] = v; /* [in][out] as GGUF's [out][in] rows */
+            else values[to * cols + k] = transform == PF__GGUF_MINUS_ONE ? v + 1.0f : v;
+        }
+    }
+    out->type = PF__GGML_F32;
+    out->owned = values;
+    out->data = (const uint8_t *)values;
+    out->bytes = st->numel * sizeof(float);
+    return PF_OK;
+}
+
+/* Name without the first of the family's prefixes it starts with. */
+static const char *pf__gguf_unprefixed(const pf__policy_rows *rows, pf__arch_id arch, const char *name) {
+    for (size_t i = 0; i < rows->num_prefixes; i++) {
+        size_t n = strlen(rows->prefixes[i].prefix);
+        if (rows->prefixes[i].arch == arch && n && !strncmp(name, rows->prefixes[i].prefix, n)) return name + n;
+    }
+    return name;
+}
+
+/* The GGUF tensors of the checkpoint's: each its PF_GGUF_TENSOR row of arch (transformers' names
+   compared without the family's prefixes), a known buffer skipped, any other tensor refused. */
+static pf_result pf__gguf_new_tensors(const pf_model *m, const pf__gguf_arch *a, pf__gguf_new_tensor *out, size_t *count,
+                                      char *message, size_t size) {
+    const pf__config *c = &m->config;
+    const pf__policy_rows *rows = pf__rows(c->arch);
+    *count = 0;
+    for (size_t i = 0; i < m->st.num_tensors; i++) {
+        const pf__st_tensor *st = &m->st.tensors[i];
+        const char *bare = pf__gguf_unprefixed(rows, c->arch, st->name);
+        const pf__gguf_name *found = NULL;
+        int layer = -1;
+        char hf[160];
+        for (size_t k = 0; k < PF__COUNT(pf__gguf_names) && !found; k++) {
+            const pf__gguf_name *e = &pf__gguf_names[k];
+            int per_layer = !strncmp(e->gguf, "blk.%d.", 7);
+            if (!pf__gguf_row_of(e->arch, a->name)) continue;
+            for (int l = 0; l < (per_layer ? c->num_layers : 1) && !found; l++) {
+                snprintf(hf, sizeof hf, e->hf, l);
+                if (!strcmp(pf__gguf_unprefixed(rows, c->arch, hf), bare)) found = e, layer = l;
+            }
+        }
+        int buffer = 0;
+        for (size_t k = 0; k < rows->num_buffers && !found && !buffer; k++)
+            for (int l = 0; l < c->num_layers && !buffer && rows->buffers[k].arch == c->arch; l++) {
+                snprintf(hf, sizeof hf, rows->buffers[k].pattern, l);
+                buffer = !strcmp(hf, bare);
+            }
+        if (buffer) continue;
+        if (!found)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has no GGUF name (no PF_GGUF_TENSOR row "
+                              "of %s)", m->dir, st->name, a->name);
+        pf__gguf_new_tensor *t = &out[(*count)++];
+        memset(t, 0, sizeof *t);
+        snprintf(t->name, sizeof t->name, found->gguf, layer);
+        pf_result r = pf__gguf_new_tensor_of(st, found->transform, c, t, m->dir, message, size);
+        if (r) return r;
+    }
+    return PF_OK;
+}
+
+/* Configs a (the directory's) and b (its GGUF's) the same where the forward reads them: token id
+   lists GGUF has no place for (a decoder prompt, languages, suppressed ids) and the owned per-layer
+   lists' addresses left out (the lists compared), doubles the family reads as float32, as GGUF
+   stores them. A difference names the config.json key of its field, where a row reads one. */
+static pf_result pf__gguf_same_config(const pf__config *want, const pf__config *got, const char *dir, char *message,
+                                      size_t size) {
+    pf__config *x = (pf__config *)malloc(sizeof *x), *y = (pf__config *)malloc(sizeof *y);
+    pf_result r = PF_OK;
+    if (!x || !y) {
+        free(x);
+        free(y);
+        return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    }
+    memcpy(x, want, sizeof *x);
+    memcpy(y, got, sizeof *y);
+    const char *what = NULL;
+    size_t layers = x->num_layers == y->num_layers && x->num_layers > 0 ? (size_t)x->num_layers : 0;
+    struct { int *a, *b; size_t n; const char *name; } lists[] = {
+        {x->layer_window, y->layer_window, 4 * layers, "the layers' attention kinds"}, /* with layer_local, _chunk, _local_window */
+        {x->layer_rope, y->layer_rope, layers, "the layers without rotary"},
+        {x->layer_sparse, y->layer_sparse, layers, "the layers with experts"},
+    };
+    for (size_t i = 0; i < PF__COUNT(lists) && !what; i++)
+        if (!lists[i].a != !lists[i].b || (lists[i].a && memcmp(lists[i].a, lists[i].b, lists[i].n * sizeof(int))))
+            what = lists[i].name;
+    if (!what && (x->num_eos_ids != y->num_eos_ids ||
+                  (x->num_eos_ids && memcmp(x->eos_ids, y->eos_ids, (size_t)x->num_eos_ids * sizeof *x->eos_ids))))
+        what = "eos_token_id";
+    for (int k = 0; k < 2; k++) {
+        pf__config *c = k ? y : x;
+        c->layer_window = c->layer_local = c->layer_chunk = c->layer_local_window = c->layer_rope = c->layer_sparse = NULL;
+        c->eos_ids = c->decoder_prompt_ids = c->lang_ids = c->suppress_ids = c->begin_suppress_ids = NULL;
+        c->num_decoder_prompt_ids = c->num_lang_ids = c->num_suppress_ids = c->num_begin_suppress_ids = 0;
+        const pf__policy_rows *rows = pf__rows(c->arch);
+        for (size_t i = 0; i < rows->num_configs; i++) {
+            double d;
+            if (rows->configs[i].arch != c->arch || !rows->configs[i].is_double) continue;
+            memcpy(&d, (char *)c + rows->configs[i].offset, sizeof d);
+            d = (float)d;
+            memcpy((char *)c + rows->configs[i].offset, &d, sizeof d);
+        }
+        c->final_norm_eps = (float)c->final_norm_eps; /* norm_eps's where the family has none of its own */
+    }
+    size_t at = 0;
+    char named[160];
+    while (!what && at < sizeof *x && ((const char *)x)[at] == ((const char *)y)[at]) at++;
+    if (!what && at < sizeof *x) {
+        int rope = (at >= offsetof(pf__config, rope_type) && at < offsetof(pf__config, embed_multiplier)) ||
+                   (at >= offsetof(pf__config, rope_legacy_longrope) && at < offsetof(pf__config, layer_window));
+        what = rope
+                   ? "the rope scaling (rope_scaling / rope_parameters)"
+                   : "a setting the config's code derives";
+        const pf__policy_rows *rows = pf__rows(x->arch);
+        for (size_t i = 0; i < rows->num_configs; i++)
+            if (rows->configs[i].arch == x->arch && rows->configs[i].key && at >= rows->configs[i].offset &&
+                at < rows->configs[i].offset + (rows->configs[i].is_double ? sizeof(double) : sizeof(int))) {
+                snprintf(named, sizeof named, "config.json's %s", rows->configs[i].key);
+                what = named;
+                break;
+            }
+    }
+    if (what)
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s has no GGUF form that reads back the same (the file "
+                       "would be another model)", dir, what);
+    free(x);
+    free(y);
+    return r;
+}
+
+/* The directory's model (loaded as pf_load does) written to path as a GGUF file in its own
+   dtypes (F32 where a tensor is rearranged), then loaded back: its config must be the directory's,
+   and a tokenizer written must load. */
+static pf_result pf__gguf_save_directory(const char *dir, const char *path, char *message, size_t size) {
+    pf_model *m = NULL, *back = NULL;
+    pf__gguf_meta meta;
+    pf__gguf_new_tensor *tensors = NULL;
+    size_t count = 0;
+    memset(&meta, 0, sizeof meta);
+    pf_result r = pf_load(dir, NULL, &m);
+    if (r) {
+        pf__format(message, size, r, "%s", pf_error_message(m));
+        pf_free(m);
+        return r;
+    }
+    const pf__config *c = &m->config;
+    const pf__gguf_arch *a = NULL;
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_archs) && !a; i++)
+        if (!strcmp(pf__gguf_archs[i].model_type, c->model_type)) a = &pf__gguf_archs[i];
+    for (size_t i = 0; a && i + 1 < PF__COUNT(pf__gguf_variants) && !r; i++)
+        if (pf__gguf_row_of(pf__gguf_variants[i].arch, a->name))
+            r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s files name tensors by the model's variant "
+                           "(PF_GGUF_VARIANT): not written yet", dir, a->name);
+    if (!a)
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: model_type \"%s\" has no GGUF architecture (no "
+                       "PF_GGUF_ARCH row)", dir, c->model_type);
+    else if (!r && a->rotary == 4)
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s's multi-head latent attention is not written to GGUF "
+                       "yet", dir, a->name);
+    if (!r) {
+        pf__gguf_meta_string(&meta, "general.architecture", a->name);
+        r = pf__gguf_meta_config(&meta, a, c, dir, message, size);
+    }
+    if (!r && !(tensors = (pf__gguf_new_tensor *)calloc(m->st.num_tensors ? m->st.num_tensors : 1, sizeof *tensors)))
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r) r = pf__gguf_new_tensors(m, a, tensors, &count, message, size);
+    if (!r) r = pf__gguf_meta_tokenizer(&meta, dir, m, message, size);
+    if (!r && meta.bad) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    FILE *f = r ? NULL : fopen(path, "wb");
+    if (!r && !f) r = pf__format(message, size, PF_ERROR_IO, "%s: cannot create it", path);
+    if (f) {
+        static const uint64_t alignment = 32; /* GGUF's default */
+        pf__gguf_out o = {f, 0, 0};
+        pf__gguf_put_bytes(&o, "GGUF", 4);
+        pf__gguf_put_u(&o, 3, 4);
+        pf__gguf_put_u(&o, count, 8);
+        pf__gguf_put_u(&o, meta.count, 8);
+        pf__gguf_put_bytes(&o, meta.bytes.p, meta.bytes.len);
+        uint64_t offset = 0;
+        for (size_t i = 0; i < count; i++) {
+            pf__gguf_put_string(&o, tensors[i].name, strlen(tensors[i].name));
+            pf__gguf_put_u(&o, (uint64_t)tensors[i].ndim, 4);
+            for (int d = 0; d < tensors[i].ndim; d++) pf__gguf_put_u(&o, tensors[i].ne[d], 8);
+            pf__gguf_put_u(&o, tensors[i].type, 4);
+            pf__gguf_put_u(&o, offset, 8);
+            offset += (tensors[i].bytes + alignment - 1) / alignment * alignment;
+        }
+        for (size_t i = 0; i < count; i++) {
+            pf__gguf_put_padding(&o, alignment);
+            pf__gguf_put_bytes(&o, tensors[i].data, tensors[i].bytes);
+        }
+        pf__gguf_put_padding(&o, alignment);
+        if ((fclose(f) || o.bad) && !r) r = pf__format(message, size, PF_ERROR_IO, "%s: cannot write it", path);
+    }
+    for (size_t i = 0; tensors && i < count; i++) free(tensors[i].owned);
+    free(tensors);
+    free(meta.bytes.p);
+    if (!r && (r = pf_load(path, NULL, &back)))
+        pf__format(message, size, r, "%s as GGUF does not load back: %s", dir, pf_error_message(back));
+    if (!r && back->tokenizer_missing[0])
+        r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s as GGUF: its tokenizer does not load back: %s", dir,
+                       back->tokenizer_missing);
+    if (!r) r = pf__gguf_same_config(c, &back->config, dir, message, size);
+    pf_free(back);
+    pf_free(m);
+    return r;
+}
+
 pf_result pf_quantize_gguf(const char *in_path, const char *out_path, pf_dtype dtype, char *error, size_t error_size) {
     static const uint32_t types[] = {[PF_DTYPE_F32] = PF__GGML_F32, [PF_DTYPE_F16] = PF__GGML_F16,
                                      [PF_DTYPE_BF16] = PF__GGML_BF16, [PF_DTYPE_Q8_0] = PF__GGML_Q8_0,
@@ -32202,6 +33022,18 @@ pf_result pf_quantize_gguf(const char *in_path, const char *out_path, pf_dtype d
     if (dtype <= PF_DTYPE_AUTO || dtype > PF_DTYPE_Q4_0)
         return pf__format(error, error_size, PF_ERROR_INVALID_ARGUMENT, "pf_quantize_gguf: dtype %d is not f32, f16, bf16, "
                           "q8_0 or q4_0", (int)dtype);
+    struct stat in_stat;
+    if (!stat(in_path, &in_stat) && S_ISDIR(in_stat.st_mode)) { /* a model directory: as GGUF, then in dtype */
+        size_t n = strlen(out_path) + 8;
+        char *as_is = (char *)malloc(n);
+        if (!as_is) return pf__format(error, error_size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        snprintf(as_is, n, "%s.dirXX", out_path);
+        pf_result r = pf__gguf_save_directory(in_path, as_is, error, error_size);
+        if (!r) r = pf_quantize_gguf(as_is, out_path, dtype, error, error_size);
+        remove(as_is);
+        free(as_is);
+        return r;
+    }
     pf__file_map map;
     pf__gguf g;
     memset(&map, 0, sizeof map);

@@ -383,8 +383,13 @@ typedef enum pf_dtype {
    rank gives the same logits with either file; a rank slice that cuts blocks is kept in fp16 of
    the values its file holds). The
    copy is written beside OUT_PATH and renamed over it at the end (OUT_PATH may be IN_PATH). A file
-   split by gguf-split is refused (merge it first). error (error_size bytes, may be NULL) gets the
-   message. Results: PF_ERROR_INVALID_ARGUMENT, PF_ERROR_IO, PF_ERROR_FORMAT (not a GGUF file we
+   split by gguf-split is refused (merge it first).
+   IN_PATH may instead be a model directory (config.json, safetensors, tokenizer.json): its model
+   is written as a GGUF file that pf_load and llama.cpp read as the same model (llama.cpp's
+   converter's names, layouts and metadata, the tokenizer as tokenizer.ggml.* keys), its matrices
+   in DTYPE; what the file cannot express (a config key, tensor, tokenizer kind or family without a
+   GGUF form here) is refused with PF_ERROR_UNSUPPORTED, naming it (the README lists them). error
+   (error_size bytes, may be NULL) gets the message. Results: PF_ERROR_INVALID_ARGUMENT, PF_ERROR_IO, PF_ERROR_FORMAT (not a GGUF file we
    read), PF_ERROR_UNSUPPORTED, PF_ERROR_OUT_OF_MEMORY. Any thread; build/quantize is its CLI. */
 pf_result pf_quantize_gguf(const char *in_path, const char *out_path, pf_dtype dtype, char *error, size_t error_size);
 

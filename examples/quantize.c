@@ -1,18 +1,21 @@
 /* quantize: a GGUF file written with its matrices in another type, as llama.cpp's llama-quantize
    does (pf_quantize_gguf): q8_0 or q4_0 blocks made by the code parallelformers quantizes with at
-   load, so that the copy keeps a quantization made at load; f16, bf16 or f32 to expand one.
+   load, so that the copy keeps a quantization made at load; f16, bf16 or f32 to expand one. A model
+   directory (config.json, safetensors, tokenizer.json) in place of IN.gguf is saved as GGUF.
 
-   quantize IN.gguf OUT.gguf q8_0|q4_0|f16|bf16|f32 */
+   quantize IN.gguf|MODEL_DIR OUT.gguf q8_0|q4_0|f16|bf16|f32 */
 #include <stdio.h>
 #include <string.h>
 
 #include "../parallelformers.h"
 
 static void usage(FILE *to) {
-    fprintf(to, "usage: quantize IN.gguf OUT.gguf TYPE\n"
+    fprintf(to, "usage: quantize IN.gguf|MODEL_DIR OUT.gguf TYPE\n"
                 "Writes IN.gguf to OUT.gguf with its matrices in TYPE: q8_0, q4_0, f16, bf16 or f32.\n"
                 "Vectors, routers (ffn_gate_inp), matrices whose rows are not whole 32-value blocks and\n"
-                "the metadata stay as they are. OUT.gguf may be IN.gguf.\n");
+                "the metadata stay as they are. OUT.gguf may be IN.gguf.\n"
+                "A model directory (config.json, safetensors, tokenizer.json) is saved as a GGUF file that\n"
+                "llama.cpp reads, its matrices in TYPE; what GGUF cannot express is refused, naming it.\n");
 }
 
 int main(int argc, char **argv) {

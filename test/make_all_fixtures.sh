@@ -64,6 +64,7 @@ STEPS=(
 "q8|make_q8_references.py|torch transformers numpy|5.24|llama-q8, and gpt2-wide/{q8,q4,bf16p} (after family)"
 "policy|make_policy_fixture.py||-|my-llama, from llama (after family; the standard library only)"
 "gguf|make_gguf_fixtures.py|torch transformers numpy safetensors gguf|5.23|gguf/ and the gguf fuzz seeds, from llama and gpt2-tiny (after gpt2 and family)"
+"gguf-save|make_gguf_save_fixtures.py|torch transformers|5.24|llama-bpe: the LLaMA directory test_gguf saves as GGUF, with llama3-rope's tokenizer (after family)"
 "blocks|make_block_fixtures.py|torch transformers numpy safetensors gguf|5.23|blocks/: a matrix per GGUF block format and the gguf package's dequantization (imports make_gguf_fixtures.py's K packers)"
 "encoder-tokenizers|make_encoder_tokenizers.py|transformers tokenizers sentencepiece|5.23|tokenizer-bert, -roberta, -unigram, -xlmr, -albert, -t5, ..."
 "seq2seq-tokenizers|make_seq2seq_tokenizers.py|transformers tokenizers sentencepiece google.protobuf=protobuf|5.23|tokenizer-t5s, -mbart, -mbart50, -pegasus, -bart, -blenderbot, -byt5, -marian, -m2m100, ... (after encoder-tokenizers)"

@@ -188,7 +188,7 @@ static void gguf_check_blocks_to_cpu(const char *file) {
 static void gguf_check_tokenizer(const char *fixture, const char *gguf) {
     char dir[1024], path[1024];
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, fixture);
-    snprintf(path, sizeof path, "%s/gguf/%s", test_fixtures, gguf);
+    snprintf(path, sizeof path, gguf[0] == '/' ? "%s%s" : "%s/gguf/%s", gguf[0] == '/' ? "" : test_fixtures, gguf);
     pf_tokenizer *want = NULL;
     pf_model *m = NULL;
     char err[256] = "";
@@ -375,6 +375,154 @@ static void gguf_check_quantize(void) {
     r = pf_quantize_gguf(path, out, PF_DTYPE_Q8_0, error, sizeof error);
     CHECK_MSG(r == PF_ERROR_IO && strstr(error, "cannot create it"), "an output in no directory: %s", error);
     rmdir(dir);
+}
+
+/* The greedy tokens of the model at path (a directory or a GGUF file) in dtype on a CPU rank. */
+static int gguf_greedy(const char *path, pf_dtype dtype, const int32_t *prompt, int n, int32_t *out) {
+    pf_model *m = NULL;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.dtype = dtype;
+    int count = 0;
+    pf_result r = pf_load(path, NULL, &m);
+    if (!r) r = pf_parallelize(m, 1, &po);
+    pf_generate_options o = r ? pf_generate_options_init() : pf_model_generate_options(m);
+    o.max_new_tokens = GGUF_NEW_TOKENS;
+    if (!r) r = pf_generate(m, prompt, n, &o, out, TEST_MAX_IDS, &count);
+    CHECK_MSG(r == PF_OK, "%s: generate: %s", path, pf_error_message(m));
+    pf_free(m);
+    return r ? -1 : count;
+}
+
+/* The saved file's tokenizer against the directory's on varied texts (every fixture; those with
+   cases files are checked on them too): the same ids, special tokens added, and the same text back. */
+static void gguf_check_saved_tokenizer(const char *dir, const char *path) {
+    static const char *const texts[] = {
+        "Hello world, this is a test.", "  leading spaces and trailing   ", "The year 2024: 12345 numbers, 3.14159!",
+        "caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80", "tabs\tand\nnew\r\nlines\n\n",
+        "<|endoftext|>x<|begin_of_text|>", "don't won't it's I'm we'll they'd", "a\xcc\x81 combining, \xef\xbd\x81 fullwidth"};
+    pf_tokenizer *want = NULL;
+    pf_model *m = NULL;
+    char err[256] = "";
+    pf_result r = pf_tokenizer_load(dir, &want, err, sizeof err);
+    pf_result rm = pf_load(path, NULL, &m);
+    pf_tokenizer *got = rm == PF_OK ? pf_model_tokenizer(m) : NULL;
+    CHECK_MSG(r == PF_OK && got, "%s / %s: %s %s", dir, path, err, pf_error_message(m));
+    int same = 0;
+    for (size_t i = 0; got && want && i < sizeof texts / sizeof texts[0]; i++) {
+        static int32_t a[1024], b[1024];
+        static char da[8192], db[8192];
+        size_t na = 0, nb = 0, la = 0, lb = 0, n = strlen(texts[i]);
+        int ok = pf_tokenize_special(want, texts[i], n, a, 1024, &na) == PF_OK &&
+                 pf_tokenize_special(got, texts[i], n, b, 1024, &nb) == PF_OK && na == nb && !memcmp(a, b, na * sizeof *a) &&
+                 pf_detokenize(want, a, na, da, sizeof da, &la) == PF_OK && pf_detokenize(got, b, nb, db, sizeof db, &lb) == PF_OK &&
+                 la == lb && la <= sizeof da && !memcmp(da, db, la);
+        CHECK_MSG(ok, "%s's tokenizer: text %zu gives other ids or text than %s's", path, i, dir);
+        same += ok;
+    }
+    printf("  %s's tokenizer: %d of %zu varied texts as the directory's\n", path, same, sizeof texts / sizeof texts[0]);
+    pf_tokenizer_free(want);
+    pf_free(m);
+}
+
+/* A model directory saved as GGUF (pf_quantize_gguf of a directory, issue 38) is the directory's
+   model, bit for bit: as F32, its logits are the directory's (the q/k rows permuted and Conv1D
+   transposed into the file come back as they were; the norms' epsilon, float32 in GGUF, changes
+   nothing here), and so are its greedy tokens; as Q8_0 and Q4_0, loaded in that dtype, the logits
+   and greedy tokens of the directory loaded in it (the same quantizer on the same rows; GPT-2's
+   Conv1D matrices, transposed at load, are requantized from their dequantized blocks, which gives
+   the same blocks), and the smaller the type the smaller the file; its tokenizer gives the
+   directory's ids and text on varied texts, and on every case of cases_of (a fixture with the
+   directory's tokenizer.json and cases files; NULL: none). */
+static void gguf_check_save_directory(const char *fixture, const char *cases_of, const char *tmp) {
+    char dir[1100], out[1100], error[512];
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, fixture);
+    snprintf(out, sizeof out, "%s/%s.gguf", tmp, fixture);
+    static const int32_t prompt[5] = {1, 17, 42, 5, 88};
+    static const pf_dtype dtypes[3] = {PF_DTYPE_F32, PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
+    static const char *const names[3] = {"f32", "q8_0", "q4_0"};
+    static float want[5 * 512], got[5 * 512];
+    size_t sizes[3] = {0, 0, 0};
+    for (int k = 0; k < 3; k++) {
+        pf_result r = pf_quantize_gguf(dir, out, dtypes[k], error, sizeof error);
+        CHECK_MSG(r == PF_OK, "pf_quantize_gguf %s %s: %s", fixture, names[k], error);
+        if (r) continue;
+        size_t file_size = 0;
+        free(test_read_file(out, &file_size));
+        CHECK_MSG(file_size && (!k || file_size < sizes[k - 1]), "%s saved as %s: %zu bytes, %s %zu", fixture, names[k],
+                  file_size, k ? "not fewer than the previous type's" : "", k ? sizes[k - 1] : 0);
+        sizes[k] = file_size;
+        pf_dtype load = k ? dtypes[k] : PF_DTYPE_AUTO;
+        size_t weights = 0;
+        pf_model *probe = NULL;
+        r = pf_load(dir, NULL, &probe);
+        size_t count = r ? 0 : 5 * (size_t)pf_get_info(probe).vocab_size;
+        pf_free(probe);
+        if (r || !count || count > sizeof want / sizeof *want || gguf_run(dir, 1, load, prompt, 5, want, &weights) ||
+            gguf_run(out, 1, load, prompt, 5, got, &weights)) {
+            CHECK_MSG(0, "%s as %s: no logits to compare", fixture, names[k]);
+            continue;
+        }
+        float diff = test_max_abs_diff(got, want, count);
+        CHECK_MSG(!memcmp(got, want, count * sizeof *got), "%s saved as %s: logits %g from the directory's", fixture, names[k],
+                  diff);
+        int32_t a[TEST_MAX_IDS], b[TEST_MAX_IDS];
+        int na = gguf_greedy(dir, load, prompt, 5, a), nb = gguf_greedy(out, load, prompt, 5, b);
+        CHECK_MSG(na > 0 && na == nb && !memcmp(a, b, (size_t)na * sizeof *a), "%s saved as %s: greedy tokens differ from the "
+                  "directory's", fixture, names[k]);
+        printf("  %s saved as %s (%zu bytes): its %zu logits the directory's (%g apart), the same %d greedy tokens\n", fixture,
+               names[k], file_size, count, diff, na);
+        if (!k) gguf_check_saved_tokenizer(dir, out);
+        if (!k && cases_of) gguf_check_tokenizer(cases_of, out);
+    }
+    unlink(out);
+}
+
+/* What GGUF cannot say is refused, naming it, and no file is left: a family without a GGUF
+   architecture, a byte-level tokenizer whose split GGUF has no name for, a tensor without a GGUF name
+   (a classifier), a rope scaling that would read back as another (llama3's, which llama.cpp
+   stores as a rope_freqs tensor); a directory without a model, an output path in no directory. */
+static void gguf_check_save_refusals(const char *tmp) {
+    static const struct { const char *fixture, *needle; } cases[] = {
+        {"bert", "model_type \"bert\" has no GGUF architecture"},
+        {"gpt_neox", "none of those GGUF names in tokenizer.ggml.pre"}, /* GPT-2's split with NFC */
+        {"llama-cls", "tensor 'score.weight' has no GGUF name"},
+        {"llama3-rope", "the rope scaling (rope_scaling / rope_parameters) has no GGUF form"},
+    };
+    char dir[1100], out[1100], error[512];
+    snprintf(out, sizeof out, "%s/refused.gguf", tmp);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(dir, sizeof dir, "%s/%s", test_fixtures, cases[i].fixture);
+        error[0] = 0;
+        pf_result r = pf_quantize_gguf(dir, out, PF_DTYPE_F32, error, sizeof error);
+        CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(error, cases[i].needle) && access(out, F_OK) != 0,
+                  "%s saved as GGUF: %s (%s)", cases[i].fixture, error, pf_result_string(r));
+        unlink(out);
+    }
+    /* bad calls: a directory without a model, an output where no file can be made */
+    pf_result r = pf_quantize_gguf(tmp, out, PF_DTYPE_F32, error, sizeof error);
+    CHECK_MSG(r != PF_OK && strstr(error, "config.json") && access(out, F_OK) != 0, "an empty directory saved: %s", error);
+    snprintf(dir, sizeof dir, "%s/gpt2-tiny", test_fixtures);
+    snprintf(out, sizeof out, "%s/no/such/dir/out.gguf", tmp);
+    r = pf_quantize_gguf(dir, out, PF_DTYPE_Q8_0, error, sizeof error);
+    CHECK_MSG(r == PF_ERROR_IO && strstr(error, "cannot create it"), "gpt2-tiny saved where no file can be made: %s", error);
+}
+
+static void gguf_check_save(void) {
+    char tmp[] = "/tmp/pf_gguf_save_XXXXXX";
+    if (!mkdtemp(tmp)) {
+        CHECK_MSG(0, "mkdtemp");
+        return;
+    }
+    /* GPT-2 (Conv1D, tied), LLaMA (q/k permuted; a SentencePiece BPE as "llama", and LLaMA 3's
+       tokenizer), Qwen2 (biases, NFC and its
+       split), Phi (partial rotary), StarCoder (multi-query: head_count_kv by hand), OLMo (its
+       epsilon by hand, weightless norms) */
+    static const char *const saved[][2] = {{"gpt2-tiny", "gpt2-tiny"}, {"llama", "llama"}, {"llama-bpe", "llama3-rope"}, {"qwen2", "qwen2"},
+                                           {"phi", NULL}, {"gpt_bigcode", NULL}, {"olmo", NULL}};
+    for (size_t i = 0; i < sizeof saved / sizeof saved[0]; i++) gguf_check_save_directory(saved[i][0], saved[i][1], tmp);
+    gguf_check_save_refusals(tmp);
+    rmdir(tmp);
 }
 
 /* A GGUF split over 3 files (llama-split-0000K-of-00003.gguf) loads from its first part (the
@@ -793,6 +941,7 @@ void test_gguf(void) {
     gguf_check_blocks_to_cpu("llama-q2k.gguf");
     gguf_check_split();
     gguf_check_quantize();
+    gguf_check_save();
     gguf_check_tokenizer("gpt2-tiny", "gpt2-f32.gguf");
     gguf_check_tokenizer("llama", "llama-f32.gguf");
     gguf_check_tokenizer("llama3-rope", "llama3-rope-rope-freqs.gguf"); /* "llama-bpe": LLaMA 3's split, ignore_merges */
