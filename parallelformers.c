@@ -2344,13 +2344,14 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
                                        char *error, size_t error_size);
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
                                             size_t stride_bytes, char *error, size_t error_size);
-/* for a backend whose collectives cross processes on their own (CUDA ranks over NCCL) */
+#ifdef PF_CUDA /* for a backend whose collectives cross processes on their own (CUDA ranks over NCCL) */
 PF_PRIVATE int pf__mpi_process(const pf__group *g);
 PF_PRIVATE int pf__mpi_timeout_ms(const pf__group *g);
 PF_PRIVATE double pf__mpi_job_timeout_s(const pf__group *g);
 PF_PRIVATE pf_result pf__mpi_share_setup(pf__group *g, void *data, size_t bytes, char *error, size_t error_size);
 PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader);
 PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g);
+#endif
 
 /* ---- src/cpu_backend.c (the CPU's block formats, which slicing packs) ---- */
 PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols);
@@ -20586,6 +20587,7 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
 }
 
 /* ---- for backends whose collectives cross processes on their own (CUDA ranks over NCCL) ---- */
+#ifdef PF_CUDA /* only the CUDA backend calls these */
 
 PF_PRIVATE int pf__mpi_process(const pf__group *g) { return g->mpi ? g->mpi->process : 0; }
 
@@ -20639,6 +20641,7 @@ PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader) {
     pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
     return 1;
 }
+#endif
 
 /* Process 0 of a driven group: the job, sent to every follower before its ranks start it. */
 static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
@@ -20875,6 +20878,7 @@ PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) 
     (void)x, (void)count;
     pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
 }
+#ifdef PF_CUDA
 PF_PRIVATE int pf__mpi_process(const pf__group *g) {
     (void)g;
     return 0;
@@ -20896,6 +20900,7 @@ PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader) {
     return 0;
 }
 PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g) { (void)g; }
+#endif
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size) {
     (void)groups, (void)n, (void)ended, (void)job;

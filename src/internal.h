@@ -2301,13 +2301,14 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
                                        char *error, size_t error_size);
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
                                             size_t stride_bytes, char *error, size_t error_size);
-/* for a backend whose collectives cross processes on their own (CUDA ranks over NCCL) */
+#ifdef PF_CUDA /* for a backend whose collectives cross processes on their own (CUDA ranks over NCCL) */
 PF_PRIVATE int pf__mpi_process(const pf__group *g);
 PF_PRIVATE int pf__mpi_timeout_ms(const pf__group *g);
 PF_PRIVATE double pf__mpi_job_timeout_s(const pf__group *g);
 PF_PRIVATE pf_result pf__mpi_share_setup(pf__group *g, void *data, size_t bytes, char *error, size_t error_size);
 PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader);
 PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g);
+#endif
 
 /* ---- src/cpu_backend.c (the CPU's block formats, which slicing packs) ---- */
 PF_PRIVATE void pf__q8_quantize(void *data, size_t rows, size_t cols);

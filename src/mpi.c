@@ -658,6 +658,7 @@ PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *f
 }
 
 /* ---- for backends whose collectives cross processes on their own (CUDA ranks over NCCL) ---- */
+#ifdef PF_CUDA /* only the CUDA backend calls these */
 
 PF_PRIVATE int pf__mpi_process(const pf__group *g) { return g->mpi ? g->mpi->process : 0; }
 
@@ -711,6 +712,7 @@ PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader) {
     pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
     return 1;
 }
+#endif
 
 /* Process 0 of a driven group: the job, sent to every follower before its ranks start it. */
 static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size) {
@@ -947,6 +949,7 @@ PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) 
     (void)x, (void)count;
     pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
 }
+#ifdef PF_CUDA
 PF_PRIVATE int pf__mpi_process(const pf__group *g) {
     (void)g;
     return 0;
@@ -968,6 +971,7 @@ PF_PRIVATE int pf__mpi_peer_failed(pf__rank *leader) {
     return 0;
 }
 PF_PRIVATE void pf__mpi_note_peer_failed(pf__group *g) { (void)g; }
+#endif
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size) {
     (void)groups, (void)n, (void)ended, (void)job;
