@@ -3252,35 +3252,53 @@ static int pf_cuda__nccl_code(ncclResult_t r) {
     return r == ncclRemoteError ? PF_CUDA_ERROR_REMOTE : PF_CUDA_ERROR_DEVICE;
 }
 
+/* The caller's current device, or -1 (the error cleared). */
+static int pf_cuda__current_device(void) {
+    int device = -1;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return device;
+}
+
+/* Makes `previous` (pf_cuda__current_device's) current again, only if NCCL's setup left another. */
+static void pf_cuda__restore_device(int previous) {
+    int now = pf_cuda__current_device();
+    if (previous >= 0 && now != previous) (void)cudaSetDevice(previous);
+}
+
+/* comms[i] = rank i's communicator list[i] with its timeout; 0, or -1 out of memory (none kept). */
+static int pf_cuda__wrap_comms(const ncclComm_t *list, int n, double timeout_s, void **comms) {
+    for (int i = 0; i < n; i++) {
+        pf_cuda__comm *c = (pf_cuda__comm *)malloc(sizeof *c);
+        if (!c) {
+            for (int j = 0; j < i; j++) free(comms[j]);
+            return -1;
+        }
+        c->comm = list[i];
+        c->timeout_s = timeout_s;
+        comms[i] = c;
+    }
+    return 0;
+}
+
 /* One communicator per rank over n distinct devices (ncclCommInitAll); comms[i] is rank i's.
    Caller's thread; its current device is restored. */
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size) {
     ncclComm_t *list = (ncclComm_t *)calloc((size_t)n, sizeof *list);
     if (!list) return pf_cuda__fail(message, size, PF_CUDA_ERROR_OUT_OF_MEMORY, "calloc", "out of host memory", __LINE__);
-    int previous = -1;
-    if (cudaGetDevice(&previous) != cudaSuccess) {
-        previous = -1;
-        (void)cudaGetLastError();
-    }
+    int previous = pf_cuda__current_device();
     ncclResult_t r = ncclCommInitAll(list, n, devices);
-    int now = -1;
-    if (cudaGetDevice(&now) != cudaSuccess) (void)cudaGetLastError();
-    if (previous >= 0 && now != previous) (void)cudaSetDevice(previous); /* only if NCCL left another */
+    pf_cuda__restore_device(previous);
     if (r != ncclSuccess) {
         free(list);
         return pf_cuda__fail(message, size, PF_CUDA_ERROR_DEVICE, "ncclCommInitAll", ncclGetErrorString(r), __LINE__);
     }
-    for (int i = 0; i < n; i++) {
-        pf_cuda__comm *c = (pf_cuda__comm *)malloc(sizeof *c);
-        if (!c) { /* the ones made so far are freed with the rest */
-            for (int j = 0; j < n; j++) (void)ncclCommDestroy(list[j]);
-            for (int j = 0; j < i; j++) free(comms[j]);
-            free(list);
-            return pf_cuda__fail(message, size, PF_CUDA_ERROR_OUT_OF_MEMORY, "malloc", "out of host memory", __LINE__);
-        }
-        c->comm = list[i];
-        c->timeout_s = 0;
-        comms[i] = c;
+    if (pf_cuda__wrap_comms(list, n, 0, comms)) {
+        for (int j = 0; j < n; j++) (void)ncclCommDestroy(list[j]);
+        free(list);
+        return pf_cuda__fail(message, size, PF_CUDA_ERROR_OUT_OF_MEMORY, "malloc", "out of host memory", __LINE__);
     }
     free(list);
     return PF_CUDA_OK;
@@ -3306,11 +3324,7 @@ int pf_cuda_nccl_create_world(int n, const int *devices, int world_size, int fir
     double timeout_s = timeout_ms > 0 ? timeout_ms / 1000.0 : 0;
     ncclComm_t *list = (ncclComm_t *)calloc((size_t)n, sizeof *list);
     if (!list) return pf_cuda__fail(message, size, PF_CUDA_ERROR_OUT_OF_MEMORY, "calloc", "out of host memory", __LINE__);
-    int previous = -1;
-    if (cudaGetDevice(&previous) != cudaSuccess) {
-        previous = -1;
-        (void)cudaGetLastError();
-    }
+    int previous = pf_cuda__current_device();
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     const char *call = "ncclGroupStart";
@@ -3331,21 +3345,8 @@ int pf_cuda_nccl_create_world(int n, const int *devices, int world_size, int fir
         r = list[i] ? pf_cuda__nccl_settle(list[i], timeout_s) : ncclInternalError;
         call = "ncclCommInitRankConfig";
     }
-    int now = -1;
-    if (cudaGetDevice(&now) != cudaSuccess) (void)cudaGetLastError();
-    if (previous >= 0 && now != previous) (void)cudaSetDevice(previous);
-    for (int i = 0; i < n && r == ncclSuccess; i++) {
-        pf_cuda__comm *c = (pf_cuda__comm *)malloc(sizeof *c);
-        if (!c) {
-            for (int j = 0; j < i; j++) free(comms[j]);
-            r = ncclSystemError;
-            call = "malloc";
-            break;
-        }
-        c->comm = list[i];
-        c->timeout_s = timeout_s;
-        comms[i] = c;
-    }
+    pf_cuda__restore_device(previous);
+    if (r == ncclSuccess && pf_cuda__wrap_comms(list, n, timeout_s, comms)) r = ncclSystemError, call = "malloc";
     if (r != ncclSuccess) {
         for (int i = 0; i < n; i++)
             if (list[i]) (void)ncclCommAbort(list[i]);
