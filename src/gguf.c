@@ -2005,15 +2005,17 @@ static void pf__gguf_encode_row(float *values, size_t cols, uint32_t to, uint8_t
     }
 }
 
-/* A file being written: where it is, and whether a write failed (the writes after one do nothing). */
+/* GGUF bytes being written, to a file or (mem set) a growable buffer: where they are, and whether a
+   write failed or memory ran out (the writes after one do nothing). */
 typedef struct pf__gguf_out {
     FILE *f;
+    pf__tok_buf *mem;
     uint64_t at;
     int bad;
 } pf__gguf_out;
 
 static void pf__gguf_put_bytes(pf__gguf_out *o, const void *p, size_t n) {
-    if (!o->bad && n && fwrite(p, 1, n, o->f) != n) o->bad = 1;
+    if (!o->bad && n && (o->mem ? pf__buf_put(o->mem, p, n) != 0 : fwrite(p, 1, n, o->f) != n)) o->bad = 1;
     o->at += n;
 }
 
@@ -2044,7 +2046,7 @@ static pf_result pf__gguf_write(const pf__gguf *g, FILE *f, uint32_t to, pf_dtyp
     uint64_t alignment;
     pf_result r = pf__gguf_alignment(g, &alignment, message, size);
     if (r) return r;
-    pf__gguf_out o = {f, 0, 0};
+    pf__gguf_out o = {f, NULL, 0, 0};
     int has_file_type = pf__gguf_find(g, file_type_key) != NULL;
     pf__gguf_put_bytes(&o, "GGUF", 4);
     pf__gguf_put_u(&o, 3, 4);
@@ -2114,63 +2116,48 @@ static pf_result pf__gguf_write(const pf__gguf *g, FILE *f, uint32_t to, pf_dtyp
    pf__gguf_pretokenizers row its tokenizer.json has. The file is then loaded as any GGUF is, and
    its config must be the directory's: what the metadata cannot say is refused, naming it. */
 
-/* Metadata being written: the key/values as GGUF lays them out, their count, and whether memory
-   ran out. */
+/* Metadata being written: the key/values as GGUF lays them out (out's bytes, in memory), and their
+   count. */
 typedef struct pf__gguf_meta {
     pf__tok_buf bytes;
+    pf__gguf_out out; /* writes into bytes */
     uint64_t count;
-    int bad;
 } pf__gguf_meta;
-
-static void pf__gguf_meta_raw(pf__gguf_meta *m, const void *p, size_t n) {
-    if (!m->bad && pf__buf_put(&m->bytes, p, n)) m->bad = 1;
-}
-
-static void pf__gguf_meta_uint(pf__gguf_meta *m, uint64_t v, int bytes) { /* little-endian */
-    uint8_t b[8];
-    for (int i = 0; i < bytes; i++) b[i] = (uint8_t)(v >> 8 * i);
-    pf__gguf_meta_raw(m, b, (size_t)bytes);
-}
-
-static void pf__gguf_meta_text(pf__gguf_meta *m, const char *s, size_t len) {
-    pf__gguf_meta_uint(m, len, 8);
-    pf__gguf_meta_raw(m, s, len);
-}
 
 /* A key and its value's type; the value follows. */
 static void pf__gguf_meta_key(pf__gguf_meta *m, const char *key, uint32_t type) {
-    pf__gguf_meta_text(m, key, strlen(key));
-    pf__gguf_meta_uint(m, type, 4);
+    pf__gguf_put_string(&m->out, key, strlen(key));
+    pf__gguf_put_u(&m->out, type, 4);
     m->count++;
 }
 
 static void pf__gguf_meta_u32(pf__gguf_meta *m, const char *key, uint32_t v) {
     pf__gguf_meta_key(m, key, PF__GGUF_U32);
-    pf__gguf_meta_uint(m, v, 4);
+    pf__gguf_put_u(&m->out, v, 4);
 }
 
 static void pf__gguf_meta_f32(pf__gguf_meta *m, const char *key, float v) {
     uint32_t bits;
     memcpy(&bits, &v, 4);
     pf__gguf_meta_key(m, key, PF__GGUF_F32);
-    pf__gguf_meta_uint(m, bits, 4);
+    pf__gguf_put_u(&m->out, bits, 4);
 }
 
 static void pf__gguf_meta_bool(pf__gguf_meta *m, const char *key, int v) {
     pf__gguf_meta_key(m, key, PF__GGUF_BOOL);
-    pf__gguf_meta_uint(m, v != 0, 1);
+    pf__gguf_put_u(&m->out, v != 0, 1);
 }
 
 static void pf__gguf_meta_string(pf__gguf_meta *m, const char *key, const char *s) {
     pf__gguf_meta_key(m, key, PF__GGUF_STRING);
-    pf__gguf_meta_text(m, s, strlen(s));
+    pf__gguf_put_string(&m->out, s, strlen(s));
 }
 
 /* An array's key, element type and count; its elements follow. */
 static void pf__gguf_meta_array(pf__gguf_meta *m, const char *key, uint32_t elem_type, uint64_t count) {
     pf__gguf_meta_key(m, key, PF__GGUF_ARRAY);
-    pf__gguf_meta_uint(m, elem_type, 4);
-    pf__gguf_meta_uint(m, count, 8);
+    pf__gguf_put_u(&m->out, elem_type, 4);
+    pf__gguf_put_u(&m->out, count, 8);
 }
 
 /* The family's PF_ARCH_CONFIG row that reads config.json key `key`, or NULL. */
@@ -2189,6 +2176,18 @@ static double pf__gguf_field(const pf__config *c, const pf__arch_config *row) {
     return memcpy(&n, (const char *)c + row->offset, sizeof n), (double)n;
 }
 
+/* Whether one of the first `rows` PF_GGUF_CONFIG rows of arch for key suffix has a config key
+   that the family's config reads: such a row writes the key from the config. */
+static int pf__gguf_key_from_config(const pf__config *c, const char *arch, const char *suffix, size_t rows) {
+    for (size_t k = 0; k < rows; k++) {
+        const pf__gguf_config_key *row = &pf__gguf_config_keys[k];
+        if (pf__gguf_row_of(row->arch, arch) && row->config_key && !strcmp(row->suffix, suffix) &&
+            pf__gguf_config_row(c, row->config_key))
+            return 1;
+    }
+    return 0;
+}
+
 /* The "<arch>." keys: each PF_GGUF_CONFIG row with a config key (once a key), from the field the
    family reads that config key into (doubles as float32, counts as uint32, as llama.cpp reads
    them; a 0 that is the row's fallback left out); then the widths LLaMA's, GPT-NeoX's and Phi's
@@ -2200,12 +2199,8 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
         const pf__gguf_config_key *row = &pf__gguf_config_keys[k];
         if (!pf__gguf_row_of(row->arch, a->name) || !row->config_key) continue;
         const pf__arch_config *field = pf__gguf_config_row(c, row->config_key);
-        int written = 0;
-        for (size_t j = 0; j < k && !written; j++) /* a key that feeds several config keys: the first */
-            written = pf__gguf_row_of(pf__gguf_config_keys[j].arch, a->name) && pf__gguf_config_keys[j].config_key &&
-                      !strcmp(pf__gguf_config_keys[j].suffix, row->suffix) &&
-                      pf__gguf_config_row(c, pf__gguf_config_keys[j].config_key);
-        if (!field || written) continue; /* a key the family does not read: its default, which the check below sees */
+        /* a key that feeds several config keys: the first writes it */
+        if (!field || pf__gguf_key_from_config(c, a->name, row->suffix, k)) continue; /* a key the family does not read: its default, which the check below sees */
         double v = pf__gguf_field(c, field);
         if (v == 0 && field->fallback == 0) continue; /* none (no clamp, no window): what an absent key reads as */
         snprintf(key, sizeof key, "%s.%s", a->name, row->suffix);
@@ -2220,22 +2215,17 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
     }
     /* keys some architectures' rows read by hand (NULL config key) that llama.cpp needs: from the
        config's field, where no row with a config key wrote them */
-    static const struct { const char *suffix; size_t offset; int is_double; } by_hand[] = {
-        {"attention.head_count_kv", offsetof(pf__config, num_kv_heads), 0}, /* StarCoder's 1, checked by the reader */
-        {"attention.layer_norm_epsilon", offsetof(pf__config, norm_eps), 1}, /* OLMo's fixed 1e-5 */
+    const struct { const char *suffix; double value; int is_double; } by_hand[] = {
+        {"attention.head_count_kv", c->num_kv_heads, 0},   /* StarCoder's 1, checked by the reader */
+        {"attention.layer_norm_epsilon", c->norm_eps, 1}, /* OLMo's fixed 1e-5 */
     };
     for (size_t i = 0; i < PF__COUNT(by_hand); i++) {
-        int written = 0;
-        for (size_t k = 0; k < PF__COUNT(pf__gguf_config_keys) && !written; k++)
-            written = pf__gguf_row_of(pf__gguf_config_keys[k].arch, a->name) && pf__gguf_config_keys[k].config_key &&
-                      !strcmp(pf__gguf_config_keys[k].suffix, by_hand[i].suffix) &&
-                      pf__gguf_config_row(c, pf__gguf_config_keys[k].config_key);
-        if (written || !pf__gguf_reads_key(a->name, by_hand[i].suffix)) continue;
+        if (pf__gguf_key_from_config(c, a->name, by_hand[i].suffix, PF__COUNT(pf__gguf_config_keys)) ||
+            !pf__gguf_reads_key(a->name, by_hand[i].suffix))
+            continue;
         snprintf(key, sizeof key, "%s.%s", a->name, by_hand[i].suffix);
-        double d;
-        int n;
-        if (by_hand[i].is_double) pf__gguf_meta_f32(meta, key, (float)(memcpy(&d, (const char *)c + by_hand[i].offset, sizeof d), d));
-        else pf__gguf_meta_u32(meta, key, (uint32_t)(memcpy(&n, (const char *)c + by_hand[i].offset, sizeof n), n));
+        if (by_hand[i].is_double) pf__gguf_meta_f32(meta, key, (float)by_hand[i].value);
+        else pf__gguf_meta_u32(meta, key, (uint32_t)by_hand[i].value);
     }
     int rotary_dims = a->rotary == 1 ? c->head_dim
                       : a->rotary == 2 || a->rotary == 3
@@ -2589,16 +2579,16 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         pf__gguf_meta_string(meta, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
         if (!spm) pf__gguf_meta_string(meta, "tokenizer.ggml.pre", pf__gguf_pretokenizers[p].pre);
         pf__gguf_meta_array(meta, "tokenizer.ggml.tokens", PF__GGUF_STRING, count);
-        for (size_t i = 0; i < count; i++) pf__gguf_meta_text(meta, texts[i], strlen(texts[i]));
+        for (size_t i = 0; i < count; i++) pf__gguf_put_string(&meta->out, texts[i], strlen(texts[i]));
         pf__gguf_meta_array(meta, "tokenizer.ggml.token_type", PF__GGUF_I32, count);
-        for (size_t i = 0; i < count; i++) pf__gguf_meta_uint(meta, (uint32_t)types[i], 4);
+        for (size_t i = 0; i < count; i++) pf__gguf_put_u(&meta->out, (uint32_t)types[i], 4);
     }
     if (!r && spm) {
         pf__gguf_meta_array(meta, "tokenizer.ggml.scores", PF__GGUF_F32, count);
         for (size_t i = 0; i < count; i++) {
             uint32_t bits;
             memcpy(&bits, &scores[i], 4);
-            pf__gguf_meta_uint(meta, bits, 4);
+            pf__gguf_put_u(&meta->out, bits, 4);
         }
         pf__gguf_meta_bool(meta, "tokenizer.ggml.add_space_prefix", space_prefix);
         if (unk_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.unknown_token_id", (uint32_t)unk_id);
@@ -2607,7 +2597,7 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         pf__gguf_meta_array(meta, "tokenizer.ggml.merges", PF__GGUF_STRING, merges->count);
         for (const pf__json *mg = merges->first; mg && !r; mg = mg->next) {
             if (mg->type == PF__JSON_STRING) {
-                pf__gguf_meta_text(meta, mg->string, mg->string_len);
+                pf__gguf_put_string(&meta->out, mg->string, mg->string_len);
                 continue;
             }
             const pf__json *left = mg->type == PF__JSON_ARRAY && mg->count == 2 ? mg->first : NULL, *right = left ? left->next : NULL;
@@ -2616,10 +2606,10 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
                 r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: a merge that is not two tokens without spaces", path);
                 break;
             }
-            pf__gguf_meta_uint(meta, left->string_len + 1 + right->string_len, 8);
-            pf__gguf_meta_raw(meta, left->string, left->string_len);
-            pf__gguf_meta_raw(meta, " ", 1);
-            pf__gguf_meta_raw(meta, right->string, right->string_len);
+            pf__gguf_put_u(&meta->out, left->string_len + 1 + right->string_len, 8);
+            pf__gguf_put_bytes(&meta->out, left->string, left->string_len);
+            pf__gguf_put_bytes(&meta->out, " ", 1);
+            pf__gguf_put_bytes(&meta->out, right->string, right->string_len);
         }
     }
     free(pads);
@@ -2848,6 +2838,7 @@ static pf_result pf__gguf_save_directory(const char *dir, const char *path, char
     pf__gguf_new_tensor *tensors = NULL;
     size_t count = 0;
     memset(&meta, 0, sizeof meta);
+    meta.out.mem = &meta.bytes;
     pf_result r = pf_load(dir, NULL, &m);
     if (r) {
         pf__format(message, size, r, "%s", pf_error_message(m));
@@ -2876,12 +2867,12 @@ static pf_result pf__gguf_save_directory(const char *dir, const char *path, char
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__gguf_new_tensors(m, a, tensors, &count, message, size);
     if (!r) r = pf__gguf_meta_tokenizer(&meta, dir, m, message, size);
-    if (!r && meta.bad) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r && meta.out.bad) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     FILE *f = r ? NULL : fopen(path, "wb");
     if (!r && !f) r = pf__format(message, size, PF_ERROR_IO, "%s: cannot create it", path);
     if (f) {
         static const uint64_t alignment = 32; /* GGUF's default */
-        pf__gguf_out o = {f, 0, 0};
+        pf__gguf_out o = {f, NULL, 0, 0};
         pf__gguf_put_bytes(&o, "GGUF", 4);
         pf__gguf_put_u(&o, 3, 4);
         pf__gguf_put_u(&o, count, 8);
