@@ -336,8 +336,15 @@ typedef struct stream_state {
 
 /* Ctrl-C during -i's reply: the reply stops there and the conversation goes on (at the prompt,
    the program ends). Set by the signal handler, read by the stream callback. */
-static volatile sig_atomic_t interrupted;
-static void on_interrupt(int sig) { (void)sig, interrupted = 1; }
+static volatile sig_atomic_t interrupted, at_prompt;
+/* Ctrl-C: during a reply, stops it (the stream callback reads the flag); at -i's prompt, ends the
+   program at once. A flag there would race with getline: a signal that comes after the check and
+   before the read blocks is lost, and the program waits on. */
+static void on_interrupt(int sig) {
+    (void)sig;
+    if (at_prompt) _exit(0);
+    interrupted = 1;
+}
 
 /* Prints what of s->held cannot begin the stop text (all of it without one, or at the end). */
 static void print_held(stream_state *s, int at_end) {
@@ -520,8 +527,10 @@ static int run_interactive(pf_model *model, pf_generate_options *go, conversatio
     size_t line_cap = 0;
     int status = 0, prompt_on_tty = isatty(0) && isatty(2);
     for (;;) {
+        at_prompt = 1;
         if (prompt_on_tty) fputs("> ", stderr);
         ssize_t len = getline(&line, &line_cap, stdin);
+        at_prompt = 0;
         if (len < 0) break; /* the end of the input, or Ctrl-C at the prompt */
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (!len) continue;
