@@ -238,6 +238,8 @@ PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
 PF_PRIVATE size_t pf__block_values(pf__dtype t);
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t);
 PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
+/* Q4_K's and Q5_K's sub-block j scale and minimum from their 12 scale bytes (6 bits each). */
+PF_PRIVATE void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min);
 /* Q3_K's 16-weight scale s (of 16) from its 12 scale bytes, and IQ4_XS's sub-block j scale from
    its block, as stored (Q3_K's less 32; IQ4_XS's 0..63): what every kernel set decodes them with. */
 PF_PRIVATE int pf__q3_k_scale(const uint8_t *sc, int s);
@@ -3020,7 +3022,7 @@ PF_PRIVATE int pf__block_has_min(pf__dtype t) {
 /* The K formats' sub-block j scale and minimum: 6 bits each, j < 4 in the low bits of bytes j and
    j + 4, the others split over byte j + 4's nibbles and the top bits of bytes j - 4 and j (ggml's
    get_scale_min_k4). */
-static void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
+PF_PRIVATE void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
     if (j < 4) {
         *scale = sc[j] & 63;
         *min = sc[j + 4] & 63;
@@ -22597,16 +22599,20 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q8_dots_vnni(const __m512i 
 /* Q4: block b of the 16 slots' rows as values 0..15, slots 4q..4q + 3 by 128 bits: wv[q] their
    values 0-15 (low nibbles), wv[4 + q] their values 16-31 (high nibbles). The dot below holds
    8 sum x beyond the exact one (the values are q, not q - 8). */
-PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_load_vnni(__m512i wv[8], const unsigned char *blocks,
-                                                               const int32_t at[16]) {
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__nibbles_load_vnni(__m512i wv[8], const unsigned char *blocks,
+                                                                    const int32_t at[16], const int offset) {
     PF__UNROLL for (int q = 0; q < 4; q++) {
-        __m512i packed = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q)] + 2)));
-        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 1)] + 2)), 1);
-        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 2)] + 2)), 2);
-        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 3)] + 2)), 3);
+        __m512i packed = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q)] + offset)));
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 1)] + offset)), 1);
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 2)] + offset)), 2);
+        packed = _mm512_inserti32x4(packed, _mm_loadu_si128((const __m128i *)(blocks + at[PF__VNNI_SLOT_ROW(4 * q + 3)] + offset)), 3);
         wv[q] = _mm512_and_si512(packed, _mm512_set1_epi8(15));
         wv[4 + q] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), _mm512_set1_epi8(15));
     }
+}
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_load_vnni(__m512i wv[8], const unsigned char *blocks,
+                                                               const int32_t at[16]) {
+    pf__nibbles_load_vnni(wv, blocks, at, 2);
 }
 
 PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__q4_dots_vnni(const __m512i wv[8], const int8_t *x) {
@@ -22659,6 +22665,116 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512 pf__block_scales_avx512(const un
             }                                                                                                       \
         }                                                                                                           \
     }
+
+/* GGUF's Q4_1 (fp16 dw and mw, then Q4_0's nibbles: weight = dw q + mw) against int8 x in the
+   same 16-row tiles: the nibbles' dots are exact (q is vpdpbusd's unsigned operand as it is), and
+   each row's chain is pf__blocks_rows_portable's, fmaf(dot, dx dw, sum) then fmaf(sum x, dx mw,
+   sum). It runs about 3x the AVX2 kernel, which decodes 8 rows' sub-blocks and adds their lanes
+   apart (BENCHMARKS.md). */
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_1_tile_vnni(float *out, size_t ld, const int8_t *qx,
+                                                                 const float *dx, const int32_t *sx, size_t rows,
+                                                                 const unsigned char *w, size_t nb, size_t n_out,
+                                                                 const int R) {
+    enum { BYTES = 20 };
+    size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;
+    for (size_t r0 = 0; r0 < rows; r0 += (size_t)R) {
+        size_t nr = rows - r0 < (size_t)R ? rows - r0 : (size_t)R;
+        for (size_t o = 0; o < n_out; o += 16) {
+            size_t no = n_out - o < 16 ? n_out - o : 16;
+            PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
+            __m512i offsets = _mm512_loadu_si512(at);
+            __m512 acc[4];
+            PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *blocks = w + b * BYTES;
+                __m512i wv[8];
+                pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
+                PF__UNROLL16 for (int j = 0; j < 16; j++)
+                    _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_NEAR), _MM_HINT_T0);
+                pf__nibbles_load_vnni(wv, blocks, at, 4);
+                __m512i factors = _mm512_i32gather_epi32(offsets, (const int *)blocks, 1); /* dw, then mw */
+                __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(factors));
+                __m512 mw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(factors, 16)));
+                PF__UNROLL for (int r = 0; r < R; r++) {
+                    size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0), xb = rr * nb + b;
+                    __m512 scale = _mm512_set1_ps(dx[xb]);
+                    __m512i dots = pf__q4_dots_vnni(wv, qx + rr * k + b * PF__Q8_BLOCK);
+                    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(scale, dw), acc[r]);
+                    acc[r] = _mm512_fmadd_ps(_mm512_set1_ps((float)sx[xb]), _mm512_mul_ps(scale, mw), acc[r]);
+                }
+            }
+            for (size_t r = 0; r < nr; r++)
+                _mm512_mask_storeu_ps(out + (r0 + r) * ld + o, (__mmask16)((1u << no) - 1), acc[r]);
+        }
+    }
+}
+
+/* GGUF's Q4_K (256 weights: fp16 d and dmin, 6-bit scales and minimums per 32, then 128 bytes of
+   nibbles, sub-block 2i the low nibbles of bytes 32i.. 32i + 31, 2i + 1 their high ones; weight =
+   d scale q - dmin min) against int8 x in 16-row tiles: a sub-block's 32 nibbles of two rows fill
+   one register, as Q8's values do, their dots exact (unsigned q), and each row's chain is
+   pf__blocks_rows_portable's, its factors dw and mw computed as pf__sub_block_decode does. */
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_k_tile_vnni(float *out, size_t ld, const int8_t *qx,
+                                                                 const float *dx, const int32_t *sx, size_t rows,
+                                                                 const unsigned char *w, size_t k, size_t n_out,
+                                                                 const int R) {
+    enum { BYTES = 144, SUBS = 8 };
+    size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * BYTES;
+    for (size_t r0 = 0; r0 < rows; r0 += (size_t)R) {
+        size_t nr = rows - r0 < (size_t)R ? rows - r0 : (size_t)R;
+        for (size_t o = 0; o < n_out; o += 16) {
+            size_t no = n_out - o < 16 ? n_out - o : 16;
+            PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
+            __m512i offsets = _mm512_loadu_si512(at);
+            __m512 acc[4];
+            PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *blocks = w + b * BYTES;
+                pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
+                __m512i factors = _mm512_i32gather_epi32(offsets, (const int *)blocks, 1); /* d, then dmin */
+                __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(factors));
+                __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(factors, 16)));
+                int32_t scale[SUBS][16], min[SUBS][16];
+                for (int i = 0; i < 16; i++)
+                    for (int j = 0; j < SUBS; j++) pf__k_scale_min(blocks + at[i] + 4, j, &scale[j][i], &min[j][i]);
+                for (int j = 0; j < SUBS; j++) {
+                    __m512i wv[8];
+                    const __m512i low4 = _mm512_set1_epi8(15);
+                    PF__UNROLL for (int p = 0; p < 8; p++) { /* slots 2p and 2p + 1: as pf__q8_load_vnni */
+                        const unsigned char *qa = blocks + at[PF__VNNI_SLOT_ROW(2 * p)] + 16 + j / 2 * 32;
+                        const unsigned char *qb = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)] + 16 + j / 2 * 32;
+                        __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qa)),
+                                                                   0xf0, _mm256_loadu_si256((const __m256i *)qb));
+                        wv[p] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(both, 4) : both, low4);
+                    }
+                    __m512 dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_loadu_si512(scale[j])));
+                    __m512 mw = _mm512_castsi512_ps(_mm512_xor_si512( /* -(dmin min), as fp32 negates */
+                        _mm512_castps_si512(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_loadu_si512(min[j])))),
+                        _mm512_set1_epi32((int)0x80000000u)));
+                    PF__UNROLL for (int r = 0; r < R; r++) {
+                        size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0), xb = rr * nx + b * SUBS + (size_t)j;
+                        __m512 xscale = _mm512_set1_ps(dx[xb]);
+                        __m512i dots = pf__q8_dots_vnni(wv, qx + xb * PF__Q8_BLOCK);
+                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(xscale, dw), acc[r]);
+                        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps((float)sx[xb]), _mm512_mul_ps(xscale, mw), acc[r]);
+                    }
+                }
+            }
+            for (size_t r = 0; r < nr; r++)
+                _mm512_mask_storeu_ps(out + (r0 + r) * ld + o, (__mmask16)((1u << no) - 1), acc[r]);
+        }
+    }
+}
+
+PF__AVX512_VNNI_TARGET static void pf__blocks_rows_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                        const int32_t *sx, size_t rows, const unsigned char *w,
+                                                        size_t k, size_t n_out, pf__dtype t) {
+    if (t == PF__DTYPE_Q4_1 && rows == 1) pf__q4_1_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, 1);
+    else if (t == PF__DTYPE_Q4_1) pf__q4_1_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, 4);
+    else if (t == PF__DTYPE_Q4_K && rows == 1) pf__q4_k_tile_vnni(out, ld, qx, dx, sx, rows, w, k, n_out, 1);
+    else if (t == PF__DTYPE_Q4_K) pf__q4_k_tile_vnni(out, ld, qx, dx, sx, rows, w, k, n_out, 4);
+    else pf__blocks_rows_avx2(out, ld, qx, dx, sx, rows, w, k, n_out, t);
+}
 
 PF__Q8_TILE_VNNI(pf__q8_rows_vnni, 4, PF__Q8_BYTES, pf__q8_load_vnni, pf__q8_dots_vnni, 7)
 PF__Q8_TILE_VNNI(pf__q8_row_vnni, 1, PF__Q8_BYTES, pf__q8_load_vnni, pf__q8_dots_vnni, 7)
@@ -23689,6 +23805,7 @@ static void pf__cpu_probe(void) {
     if (pf__cpu_vnni_usable) {
         pf__cpu_avx512.q8_rows = pf__q8_rows_vnni, pf__cpu_avx512.q8_row = pf__q8_row_vnni;
         pf__cpu_avx512.q4_rows = pf__q4_rows_vnni, pf__cpu_avx512.q4_row = pf__q4_row_vnni;
+        pf__cpu_avx512.blocks_rows = pf__blocks_rows_vnni;
 #ifdef PF__AMX
         if (amx && (d7 & (1u << 25))) /* AMX-INT8 */
             pf__cpu_avx512.q8_tiles = pf__q8_tiles_amx, pf__cpu_avx512.q4_tiles = pf__q4_tiles_amx;
