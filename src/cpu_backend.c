@@ -1854,6 +1854,86 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_k_tile_vnni(float *out, siz
     }
 }
 
+/* GGUF's Q6_K (256 weights: 128 bytes of low nibbles, 64 of 2-bit highs, 16 int8 scales each of
+   16 weights, fp16 d; weight = d s (q - 32)) against int8 x in 16-row tiles: u = q, 0..63, is
+   vpdpbusd's unsigned operand, each 16 weights' partial sums are weighed by their scale before
+   a row's lanes are added, and 32 s (sum of the 16 x) is taken away: the exact dot of
+   pf__blocks_rows_portable, whose chain each row then follows, fmaf(dot, dx d, sum). */
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q6_k_tile_vnni(float *out, size_t ld, const int8_t *qx,
+                                                                 const float *dx, size_t rows, const unsigned char *w,
+                                                                 size_t k, size_t n_out, const int R) {
+    enum { BYTES = 210, SUBS = 8 };
+    size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * BYTES;
+    for (size_t r0 = 0; r0 < rows; r0 += (size_t)R) {
+        size_t nr = rows - r0 < (size_t)R ? rows - r0 : (size_t)R;
+        for (size_t o = 0; o < n_out; o += 16) {
+            size_t no = n_out - o < 16 ? n_out - o : 16;
+            PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
+            __m512i offsets = _mm512_loadu_si512(at);
+            __m512 acc[4];
+            PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *blocks = w + b * BYTES;
+                pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
+                __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(offsets, (const int *)(blocks + 208), 1)));
+                for (int j = 0; j < SUBS; j++) {
+                    int half = j / 4, kq = j % 4;
+                    __m512i wv[8];
+                    int32_t scale[2][16]; /* [values 0-15 or 16-31][row] */
+                    for (int i = 0; i < 16; i++) {
+                        const int8_t *sc = (const int8_t *)(blocks + at[i] + 192) + half * 8 + kq * 2;
+                        scale[0][i] = sc[0], scale[1][i] = sc[1];
+                    }
+                    PF__UNROLL for (int p = 0; p < 8; p++) { /* slots 2p and 2p + 1: as pf__q8_load_vnni */
+                        const unsigned char *ra = blocks + at[PF__VNNI_SLOT_ROW(2 * p)], *rb = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)];
+                        size_t low_at = (size_t)(half * 64 + kq % 2 * 32), high_at = (size_t)(128 + half * 32);
+                        __m512i low = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ra + low_at))),
+                                                                  0xf0, _mm256_loadu_si256((const __m256i *)(rb + low_at)));
+                        __m512i high = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ra + high_at))),
+                                                                   0xf0, _mm256_loadu_si256((const __m256i *)(rb + high_at)));
+                        low = _mm512_and_si512(_mm512_srli_epi16(low, (unsigned)(kq / 2 * 4)), _mm512_set1_epi8(15));
+                        high = _mm512_and_si512(_mm512_srli_epi16(high, (unsigned)(2 * kq)), _mm512_set1_epi8(3));
+                        wv[p] = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
+                    }
+                    /* the scales of four[q]'s 128-bit parts (slots 4q.. 4q + 3, in order) and of the rows */
+                    __m512i by_slot[2], by_row[2], part[4][2];
+                    int32_t slot_scale[2][16];
+                    for (int h = 0; h < 2; h++) {
+                        for (int sl = 0; sl < 16; sl++) slot_scale[h][sl] = scale[h][PF__VNNI_SLOT_ROW(sl)];
+                        by_slot[h] = _mm512_loadu_si512(slot_scale[h]);
+                        by_row[h] = _mm512_loadu_si512(scale[h]);
+                        for (int q = 0; q < 4; q++)
+                            part[q][h] = _mm512_permutexvar_epi32(_mm512_setr_epi32(
+                                4 * q, 4 * q, 4 * q, 4 * q, 4 * q + 1, 4 * q + 1, 4 * q + 1, 4 * q + 1, 4 * q + 2, 4 * q + 2,
+                                4 * q + 2, 4 * q + 2, 4 * q + 3, 4 * q + 3, 4 * q + 3, 4 * q + 3), by_slot[h]);
+                    }
+                    __m512 dw = d;
+                    PF__UNROLL for (int r = 0; r < R; r++) {
+                        size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0), xb = rr * nx + b * SUBS + (size_t)j;
+                        const int8_t *x = qx + xb * PF__Q8_BLOCK;
+                        __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x)), four[4];
+                        int32_t x_half[2] = {0, 0};
+                        for (int i = 0; i < 32; i++) x_half[i / 16] += x[i];
+                        PF__UNROLL for (int q = 0; q < 4; q++) {
+                            __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * q], xv);
+                            __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * q + 1], xv);
+                            __m512i first = _mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)); /* values 0-15 */
+                            __m512i second = _mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1));
+                            four[q] = _mm512_add_epi32(_mm512_mullo_epi32(first, part[q][0]), _mm512_mullo_epi32(second, part[q][1]));
+                        }
+                        __m512i offset = _mm512_slli_epi32(_mm512_add_epi32(_mm512_mullo_epi32(by_row[0], _mm512_set1_epi32(x_half[0])),
+                                                                            _mm512_mullo_epi32(by_row[1], _mm512_set1_epi32(x_half[1]))), 5);
+                        __m512i dots = _mm512_sub_epi32(pf__sum_quads(four), offset);
+                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(_mm512_set1_ps(dx[xb]), dw), acc[r]);
+                    }
+                }
+            }
+            for (size_t r = 0; r < nr; r++)
+                _mm512_mask_storeu_ps(out + (r0 + r) * ld + o, (__mmask16)((1u << no) - 1), acc[r]);
+        }
+    }
+}
+
 PF__AVX512_VNNI_TARGET static void pf__blocks_rows_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
                                                         const int32_t *sx, size_t rows, const unsigned char *w,
                                                         size_t k, size_t n_out, pf__dtype t) {
@@ -1861,6 +1941,8 @@ PF__AVX512_VNNI_TARGET static void pf__blocks_rows_vnni(float *out, size_t ld, c
     else if (t == PF__DTYPE_Q4_1) pf__q4_1_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, 4);
     else if (t == PF__DTYPE_Q4_K && rows == 1) pf__q4_k_tile_vnni(out, ld, qx, dx, sx, rows, w, k, n_out, 1);
     else if (t == PF__DTYPE_Q4_K) pf__q4_k_tile_vnni(out, ld, qx, dx, sx, rows, w, k, n_out, 4);
+    else if (t == PF__DTYPE_Q6_K && rows == 1) pf__q6_k_tile_vnni(out, ld, qx, dx, rows, w, k, n_out, 1);
+    else if (t == PF__DTYPE_Q6_K) pf__q6_k_tile_vnni(out, ld, qx, dx, rows, w, k, n_out, 4);
     else pf__blocks_rows_avx2(out, ld, qx, dx, sx, rows, w, k, n_out, t);
 }
 
