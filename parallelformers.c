@@ -22709,139 +22709,156 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_1_tile_vnni(float *out, siz
     }
 }
 
+/* The K formats' 16-row tiles hold their weights still: a tile's sub-block is decoded once (its
+   values and factors) and meets every row of x, whose running sums wait in out between
+   sub-blocks (fp32 stored and loaded as it is, so each row's chain is the one
+   pf__blocks_rows_portable computes). Decoding the scales, 16 rows at a time in scalar code,
+   would cost more than the products if it were done again for each few rows of x. */
+#define PF__TILE_SUMS_BEGIN(o, no)                                                                                   \
+    __mmask16 lanes = (__mmask16)((1u << (no)) - 1);                                                                \
+    for (size_t r = 0; r < rows; r++) _mm512_mask_storeu_ps(out + r * ld + (o), lanes, _mm512_setzero_ps())
+
+/* pf__k_scale_min for 16 rows at once: sc[g] holds each row's scale bytes 4g.. 4g + 3 in a lane. */
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__k_scale_min_x16(const __m512i sc[3], int j, __m512i *scale, __m512i *min) {
+    const __m512i byte = _mm512_set1_epi32(255);
+    unsigned shift = (unsigned)(8 * (j % 4));
+    __m512i b0 = _mm512_and_si512(_mm512_srli_epi32(sc[0], shift), byte); /* sc[j % 4] */
+    __m512i b1 = _mm512_and_si512(_mm512_srli_epi32(sc[1], shift), byte); /* sc[j % 4 + 4] */
+    if (j < 4) {
+        *scale = _mm512_and_si512(b0, _mm512_set1_epi32(63));
+        *min = _mm512_and_si512(b1, _mm512_set1_epi32(63));
+        return;
+    }
+    __m512i b2 = _mm512_and_si512(_mm512_srli_epi32(sc[2], shift), byte); /* sc[j + 4] */
+    *scale = _mm512_or_si512(_mm512_and_si512(b2, _mm512_set1_epi32(15)), _mm512_slli_epi32(_mm512_srli_epi32(b0, 6), 4));
+    *min = _mm512_or_si512(_mm512_srli_epi32(b2, 4), _mm512_slli_epi32(_mm512_srli_epi32(b1, 6), 4));
+}
+
 /* GGUF's Q4_K (256 weights: fp16 d and dmin, 6-bit scales and minimums per 32, then 128 bytes of
    nibbles, sub-block 2i the low nibbles of bytes 32i.. 32i + 31, 2i + 1 their high ones; weight =
-   d scale q - dmin min) against int8 x in 16-row tiles: a sub-block's 32 nibbles of two rows fill
-   one register, as Q8's values do, their dots exact (unsigned q), and each row's chain is
-   pf__blocks_rows_portable's, its factors dw and mw computed as pf__sub_block_decode does. */
-PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_k_tile_vnni(float *out, size_t ld, const int8_t *qx,
-                                                                 const float *dx, const int32_t *sx, size_t rows,
-                                                                 const unsigned char *w, size_t k, size_t n_out,
-                                                                 const int R) {
+   d scale q - dmin min) against int8 x: a sub-block's 32 nibbles of two rows fill one register,
+   as Q8's values do, and their dots are exact (q is vpdpbusd's unsigned operand); each row then
+   takes fmaf(dot, dx dw, sum), fmaf(sum x, dx mw, sum), dw and mw as pf__sub_block_decode has them. */
+PF__AVX512_VNNI_TARGET static void pf__q4_k_tiles_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                       const int32_t *sx, size_t rows, const unsigned char *w, size_t k,
+                                                       size_t n_out) {
     enum { BYTES = 144, SUBS = 8 };
     size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * BYTES;
-    for (size_t r0 = 0; r0 < rows; r0 += (size_t)R) {
-        size_t nr = rows - r0 < (size_t)R ? rows - r0 : (size_t)R;
-        for (size_t o = 0; o < n_out; o += 16) {
-            size_t no = n_out - o < 16 ? n_out - o : 16;
-            PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
-            __m512i offsets = _mm512_loadu_si512(at);
-            __m512 acc[4];
-            PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-            for (size_t b = 0; b < nb; b++) {
-                const unsigned char *blocks = w + b * BYTES;
-                pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
-                __m512i factors = _mm512_i32gather_epi32(offsets, (const int *)blocks, 1); /* d, then dmin */
-                __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(factors));
-                __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(factors, 16)));
-                int32_t scale[SUBS][16], min[SUBS][16];
-                for (int i = 0; i < 16; i++)
-                    for (int j = 0; j < SUBS; j++) pf__k_scale_min(blocks + at[i] + 4, j, &scale[j][i], &min[j][i]);
-                for (int j = 0; j < SUBS; j++) {
-                    __m512i wv[8];
-                    const __m512i low4 = _mm512_set1_epi8(15);
-                    PF__UNROLL for (int p = 0; p < 8; p++) { /* slots 2p and 2p + 1: as pf__q8_load_vnni */
-                        const unsigned char *qa = blocks + at[PF__VNNI_SLOT_ROW(2 * p)] + 16 + j / 2 * 32;
-                        const unsigned char *qb = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)] + 16 + j / 2 * 32;
-                        __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qa)),
-                                                                   0xf0, _mm256_loadu_si256((const __m256i *)qb));
-                        wv[p] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(both, 4) : both, low4);
-                    }
-                    __m512 dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_loadu_si512(scale[j])));
-                    __m512 mw = _mm512_castsi512_ps(_mm512_xor_si512( /* -(dmin min), as fp32 negates */
-                        _mm512_castps_si512(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_loadu_si512(min[j])))),
-                        _mm512_set1_epi32((int)0x80000000u)));
-                    PF__UNROLL for (int r = 0; r < R; r++) {
-                        size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0), xb = rr * nx + b * SUBS + (size_t)j;
-                        __m512 xscale = _mm512_set1_ps(dx[xb]);
-                        __m512i dots = pf__q8_dots_vnni(wv, qx + xb * PF__Q8_BLOCK);
-                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(xscale, dw), acc[r]);
-                        acc[r] = _mm512_fmadd_ps(_mm512_set1_ps((float)sx[xb]), _mm512_mul_ps(xscale, mw), acc[r]);
-                    }
+    for (size_t o = 0; o < n_out; o += 16) {
+        size_t no = n_out - o < 16 ? n_out - o : 16;
+        PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
+        __m512i offsets = _mm512_loadu_si512(at);
+        PF__TILE_SUMS_BEGIN(o, no);
+        for (size_t b = 0; b < nb; b++) {
+            const unsigned char *blocks = w + b * BYTES;
+            pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
+            __m512i factors = _mm512_i32gather_epi32(offsets, (const int *)blocks, 1); /* d, then dmin */
+            __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(factors));
+            __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(factors, 16)));
+            /* the 12 scale bytes of the 16 rows as three 4-byte lanes each (pf__k_scale_min's sc[0..11]) */
+            __m512i sc[3];
+            for (int g = 0; g < 3; g++) sc[g] = _mm512_i32gather_epi32(offsets, (const int *)(blocks + 4 + 4 * g), 1);
+            for (int j = 0; j < SUBS; j++) {
+                __m512i scale, min;
+                pf__k_scale_min_x16(sc, j, &scale, &min);
+                __m512i wv[8];
+                PF__UNROLL for (int p = 0; p < 8; p++) { /* slots 2p and 2p + 1: as pf__q8_load_vnni */
+                    const unsigned char *qa = blocks + at[PF__VNNI_SLOT_ROW(2 * p)] + 16 + j / 2 * 32;
+                    const unsigned char *qb = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)] + 16 + j / 2 * 32;
+                    __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qa)),
+                                                               0xf0, _mm256_loadu_si256((const __m256i *)qb));
+                    wv[p] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(both, 4) : both, _mm512_set1_epi8(15));
+                }
+                __m512 dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(scale));
+                __m512 mw = _mm512_castsi512_ps(_mm512_xor_si512( /* -(dmin min), as fp32 negates */
+                    _mm512_castps_si512(_mm512_mul_ps(dmin, _mm512_cvtepi32_ps(min))),
+                    _mm512_set1_epi32((int)0x80000000u)));
+                for (size_t r = 0; r < rows; r++) {
+                    size_t xb = r * nx + b * SUBS + (size_t)j;
+                    __m512 xscale = _mm512_set1_ps(dx[xb]), sum = _mm512_maskz_loadu_ps(lanes, out + r * ld + o);
+                    __m512i dots = pf__q8_dots_vnni(wv, qx + xb * PF__Q8_BLOCK);
+                    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(xscale, dw), sum);
+                    sum = _mm512_fmadd_ps(_mm512_set1_ps((float)sx[xb]), _mm512_mul_ps(xscale, mw), sum);
+                    _mm512_mask_storeu_ps(out + r * ld + o, lanes, sum);
                 }
             }
-            for (size_t r = 0; r < nr; r++)
-                _mm512_mask_storeu_ps(out + (r0 + r) * ld + o, (__mmask16)((1u << no) - 1), acc[r]);
         }
     }
 }
 
+/* The exact dots of 16 weight rows (slots as pf__q8_load_vnni places them, signed values) with
+   x's 32 bytes xu (unsigned: x + 128), each 16 weights' partial sums weighed by their int32 scale
+   (part[q][h]: the scales of four[q]'s slots, values 0-15 for h 0 and 16-31 for h 1): Q6_K's sum
+   s v (x + 128), in row order. */
+PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__scaled_dots_vnni(const __m512i wv[8], __m512i xu,
+                                                                      const __m512i part[4][2]) {
+    __m512i four[4];
+    PF__UNROLL for (int q = 0; q < 4; q++) {
+        __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), xu, wv[2 * q]);
+        __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), xu, wv[2 * q + 1]);
+        __m512i first = _mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)); /* values 0-15 */
+        __m512i second = _mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1));
+        four[q] = _mm512_add_epi32(_mm512_mullo_epi32(first, part[q][0]), _mm512_mullo_epi32(second, part[q][1]));
+    }
+    return pf__sum_quads(four);
+}
+
 /* GGUF's Q6_K (256 weights: 128 bytes of low nibbles, 64 of 2-bit highs, 16 int8 scales each of
-   16 weights, fp16 d; weight = d s (q - 32)) against int8 x in 16-row tiles: u = q, 0..63, is
-   vpdpbusd's unsigned operand, each 16 weights' partial sums are weighed by their scale before
-   a row's lanes are added, and 32 s (sum of the 16 x) is taken away: the exact dot of
-   pf__blocks_rows_portable, whose chain each row then follows, fmaf(dot, dx d, sum). */
-PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q6_k_tile_vnni(float *out, size_t ld, const int8_t *qx,
-                                                                 const float *dx, size_t rows, const unsigned char *w,
-                                                                 size_t k, size_t n_out, const int R) {
+   16 weights, fp16 d; weight = d s (q - 32)) against int8 x: v = q - 32 is vpdpbusd's signed
+   operand and x + 128 its unsigned one, so sum s v (x + 128) less 128 sum s v (x as all ones,
+   once a sub-block) is the exact dot; each row then takes fmaf(dot, dx d, sum). */
+PF__AVX512_VNNI_TARGET static void pf__q6_k_tiles_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                       size_t rows, const unsigned char *w, size_t k, size_t n_out) {
     enum { BYTES = 210, SUBS = 8 };
     size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * BYTES;
-    for (size_t r0 = 0; r0 < rows; r0 += (size_t)R) {
-        size_t nr = rows - r0 < (size_t)R ? rows - r0 : (size_t)R;
-        for (size_t o = 0; o < n_out; o += 16) {
-            size_t no = n_out - o < 16 ? n_out - o : 16;
-            PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
-            __m512i offsets = _mm512_loadu_si512(at);
-            __m512 acc[4];
-            PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-            for (size_t b = 0; b < nb; b++) {
-                const unsigned char *blocks = w + b * BYTES;
-                pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
-                __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(offsets, (const int *)(blocks + 208), 1)));
-                for (int j = 0; j < SUBS; j++) {
-                    int half = j / 4, kq = j % 4;
-                    __m512i wv[8];
-                    int32_t scale[2][16]; /* [values 0-15 or 16-31][row] */
-                    for (int i = 0; i < 16; i++) {
-                        const int8_t *sc = (const int8_t *)(blocks + at[i] + 192) + half * 8 + kq * 2;
-                        scale[0][i] = sc[0], scale[1][i] = sc[1];
-                    }
-                    PF__UNROLL for (int p = 0; p < 8; p++) { /* slots 2p and 2p + 1: as pf__q8_load_vnni */
-                        const unsigned char *ra = blocks + at[PF__VNNI_SLOT_ROW(2 * p)], *rb = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)];
-                        size_t low_at = (size_t)(half * 64 + kq % 2 * 32), high_at = (size_t)(128 + half * 32);
-                        __m512i low = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ra + low_at))),
-                                                                  0xf0, _mm256_loadu_si256((const __m256i *)(rb + low_at)));
-                        __m512i high = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ra + high_at))),
-                                                                   0xf0, _mm256_loadu_si256((const __m256i *)(rb + high_at)));
-                        low = _mm512_and_si512(_mm512_srli_epi16(low, (unsigned)(kq / 2 * 4)), _mm512_set1_epi8(15));
-                        high = _mm512_and_si512(_mm512_srli_epi16(high, (unsigned)(2 * kq)), _mm512_set1_epi8(3));
-                        wv[p] = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
-                    }
-                    /* the scales of four[q]'s 128-bit parts (slots 4q.. 4q + 3, in order) and of the rows */
-                    __m512i by_slot[2], by_row[2], part[4][2];
-                    int32_t slot_scale[2][16];
-                    for (int h = 0; h < 2; h++) {
-                        for (int sl = 0; sl < 16; sl++) slot_scale[h][sl] = scale[h][PF__VNNI_SLOT_ROW(sl)];
-                        by_slot[h] = _mm512_loadu_si512(slot_scale[h]);
-                        by_row[h] = _mm512_loadu_si512(scale[h]);
-                        for (int q = 0; q < 4; q++)
-                            part[q][h] = _mm512_permutexvar_epi32(_mm512_setr_epi32(
-                                4 * q, 4 * q, 4 * q, 4 * q, 4 * q + 1, 4 * q + 1, 4 * q + 1, 4 * q + 1, 4 * q + 2, 4 * q + 2,
-                                4 * q + 2, 4 * q + 2, 4 * q + 3, 4 * q + 3, 4 * q + 3, 4 * q + 3), by_slot[h]);
-                    }
-                    __m512 dw = d;
-                    PF__UNROLL for (int r = 0; r < R; r++) {
-                        size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0), xb = rr * nx + b * SUBS + (size_t)j;
-                        const int8_t *x = qx + xb * PF__Q8_BLOCK;
-                        __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)x)), four[4];
-                        int32_t x_half[2] = {0, 0};
-                        for (int i = 0; i < 32; i++) x_half[i / 16] += x[i];
-                        PF__UNROLL for (int q = 0; q < 4; q++) {
-                            __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * q], xv);
-                            __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wv[2 * q + 1], xv);
-                            __m512i first = _mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)); /* values 0-15 */
-                            __m512i second = _mm512_shuffle_i32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1));
-                            four[q] = _mm512_add_epi32(_mm512_mullo_epi32(first, part[q][0]), _mm512_mullo_epi32(second, part[q][1]));
-                        }
-                        __m512i offset = _mm512_slli_epi32(_mm512_add_epi32(_mm512_mullo_epi32(by_row[0], _mm512_set1_epi32(x_half[0])),
-                                                                            _mm512_mullo_epi32(by_row[1], _mm512_set1_epi32(x_half[1]))), 5);
-                        __m512i dots = _mm512_sub_epi32(pf__sum_quads(four), offset);
-                        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(_mm512_set1_ps(dx[xb]), dw), acc[r]);
-                    }
+    for (size_t o = 0; o < n_out; o += 16) {
+        size_t no = n_out - o < 16 ? n_out - o : 16;
+        PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
+        __m512i offsets = _mm512_loadu_si512(at);
+        PF__TILE_SUMS_BEGIN(o, no);
+        for (size_t b = 0; b < nb; b++) {
+            const unsigned char *blocks = w + b * BYTES;
+            pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
+            __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(offsets, (const int *)(blocks + 208), 1)));
+            for (int j = 0; j < SUBS; j++) {
+                int half = j / 4, kq = j % 4;
+                size_t low_at = (size_t)(half * 64 + kq % 2 * 32), high_at = (size_t)(128 + half * 32);
+                __m512i wv[8], part[4][2];
+                PF__UNROLL for (int p = 0; p < 8; p++) { /* slots 2p and 2p + 1: as pf__q8_load_vnni */
+                    const unsigned char *ra = blocks + at[PF__VNNI_SLOT_ROW(2 * p)], *rb = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)];
+                    __m512i low = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ra + low_at))),
+                                                              0xf0, _mm256_loadu_si256((const __m256i *)(rb + low_at)));
+                    __m512i high = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ra + high_at))),
+                                                               0xf0, _mm256_loadu_si256((const __m256i *)(rb + high_at)));
+                    low = _mm512_and_si512(_mm512_srli_epi16(low, (unsigned)(kq / 2 * 4)), _mm512_set1_epi8(15));
+                    high = _mm512_and_si512(_mm512_srli_epi16(high, (unsigned)(2 * kq)), _mm512_set1_epi8(3));
+                    wv[p] = _mm512_sub_epi8(_mm512_or_si512(low, _mm512_slli_epi16(high, 4)), _mm512_set1_epi8(32));
+                }
+                /* each slot's two scales, spread over four[q]'s 128-bit parts (slots 4q.. 4q + 3) */
+                int32_t slot_scale[2][16];
+                for (int sl = 0; sl < 16; sl++) {
+                    const int8_t *sc = (const int8_t *)(blocks + at[PF__VNNI_SLOT_ROW(sl)] + 192) + half * 8 + kq * 2;
+                    slot_scale[0][sl] = sc[0], slot_scale[1][sl] = sc[1];
+                }
+                for (int h = 0; h < 2; h++) {
+                    __m512i by_slot = _mm512_loadu_si512(slot_scale[h]);
+                    for (int q = 0; q < 4; q++)
+                        part[q][h] = _mm512_permutexvar_epi32(
+                            _mm512_add_epi32(_mm512_set1_epi32(4 * q), _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)),
+                            by_slot);
+                }
+                __m512i beyond = _mm512_slli_epi32(pf__scaled_dots_vnni(wv, _mm512_set1_epi8(1), part), 7);
+                __m512 dw = d;
+                for (size_t r = 0; r < rows; r++) {
+                    size_t xb = r * nx + b * SUBS + (size_t)j;
+                    __m512i xu = _mm512_xor_si512(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(qx + xb * PF__Q8_BLOCK))),
+                                                  _mm512_set1_epi8((char)0x80));
+                    __m512i dots = _mm512_sub_epi32(pf__scaled_dots_vnni(wv, xu, part), beyond);
+                    __m512 sum = _mm512_maskz_loadu_ps(lanes, out + r * ld + o);
+                    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(_mm512_set1_ps(dx[xb]), dw), sum);
+                    _mm512_mask_storeu_ps(out + r * ld + o, lanes, sum);
                 }
             }
-            for (size_t r = 0; r < nr; r++)
-                _mm512_mask_storeu_ps(out + (r0 + r) * ld + o, (__mmask16)((1u << no) - 1), acc[r]);
         }
     }
 }
@@ -22851,10 +22868,8 @@ PF__AVX512_VNNI_TARGET static void pf__blocks_rows_vnni(float *out, size_t ld, c
                                                         size_t k, size_t n_out, pf__dtype t) {
     if (t == PF__DTYPE_Q4_1 && rows == 1) pf__q4_1_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, 1);
     else if (t == PF__DTYPE_Q4_1) pf__q4_1_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, 4);
-    else if (t == PF__DTYPE_Q4_K && rows == 1) pf__q4_k_tile_vnni(out, ld, qx, dx, sx, rows, w, k, n_out, 1);
-    else if (t == PF__DTYPE_Q4_K) pf__q4_k_tile_vnni(out, ld, qx, dx, sx, rows, w, k, n_out, 4);
-    else if (t == PF__DTYPE_Q6_K && rows == 1) pf__q6_k_tile_vnni(out, ld, qx, dx, rows, w, k, n_out, 1);
-    else if (t == PF__DTYPE_Q6_K) pf__q6_k_tile_vnni(out, ld, qx, dx, rows, w, k, n_out, 4);
+    else if (t == PF__DTYPE_Q4_K) pf__q4_k_tiles_vnni(out, ld, qx, dx, sx, rows, w, k, n_out);
+    else if (t == PF__DTYPE_Q6_K) pf__q6_k_tiles_vnni(out, ld, qx, dx, rows, w, k, n_out);
     else pf__blocks_rows_avx2(out, ld, qx, dx, sx, rows, w, k, n_out, t);
 }
 
