@@ -79,7 +79,7 @@ PF_PRIVATE int pf__block_has_min(pf__dtype t) {
 /* The K formats' sub-block j scale and minimum: 6 bits each, j < 4 in the low bits of bytes j and
    j + 4, the others split over byte j + 4's nibbles and the top bits of bytes j - 4 and j (ggml's
    get_scale_min_k4). */
-PF_PRIVATE void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
+static void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min) {
     if (j < 4) {
         *scale = sc[j] & 63;
         *min = sc[j + 4] & 63;

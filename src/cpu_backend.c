@@ -1806,6 +1806,59 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_1_tile_vnni(float *out, siz
     __mmask16 lanes = (__mmask16)((1u << (no)) - 1);                                                                \
     for (size_t r = 0; r < rows; r++) _mm512_mask_storeu_ps(out + r * ld + (o), lanes, _mm512_setzero_ps())
 
+/* GGUF's Q5_0 (fp16 d, 32 fifth bits, Q4_0's nibbles; weight = d (q - 16)) and Q5_1 (fp16 d and m,
+   the bits, the nibbles; weight = d q + m) against int8 x in the 16-row tiles: each register's
+   fifth bits, four rows' 16 at a time, become 16s through a byte mask, so q (0..31) is vpdpbusd's
+   unsigned operand; the exact dot (less 16 sum x for Q5_0) then follows the portable chain. */
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q5_tile_vnni(float *out, size_t ld, const int8_t *qx,
+                                                               const float *dx, const int32_t *sx, size_t rows,
+                                                               const unsigned char *w, size_t nb, size_t n_out,
+                                                               const int with_min, const int R) {
+    const size_t bytes = with_min ? 24 : 22, bits_at = with_min ? 4 : 2;
+    size_t row_bytes = nb * bytes, k = nb * PF__Q8_BLOCK;
+    for (size_t r0 = 0; r0 < rows; r0 += (size_t)R) {
+        size_t nr = rows - r0 < (size_t)R ? rows - r0 : (size_t)R;
+        for (size_t o = 0; o < n_out; o += 16) {
+            size_t no = n_out - o < 16 ? n_out - o : 16;
+            PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
+            int32_t slot_at[16];
+            for (int sl = 0; sl < 16; sl++) slot_at[sl] = at[PF__VNNI_SLOT_ROW(sl)];
+            __m512i offsets = _mm512_loadu_si512(at), slot_offsets = _mm512_loadu_si512(slot_at);
+            __m512 acc[4];
+            PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+            for (size_t b = 0; b < nb; b++) {
+                const unsigned char *blocks = w + b * bytes;
+                __m512i wv[8];
+                pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * bytes, b);
+                PF__UNROLL16 for (int j = 0; j < 16; j++)
+                    _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_NEAR), _MM_HINT_T0);
+                pf__nibbles_load_vnni(wv, blocks, at, (int)bits_at + 4);
+                __m512i fifth = _mm512_i32gather_epi32(slot_offsets, (const int *)(blocks + bits_at), 1);
+                __m256i low = _mm512_cvtepi32_epi16(fifth), high = _mm512_cvtepi32_epi16(_mm512_srli_epi32(fifth, 16));
+                PF__UNROLL for (int q = 0; q < 4; q++) { /* slots 4q.. 4q + 3: bits of values 0-15, then 16-31 */
+                    wv[q] = _mm512_mask_mov_epi8(wv[q], (__mmask64)_mm256_extract_epi64(low, q),
+                                                 _mm512_or_si512(wv[q], _mm512_set1_epi8(16)));
+                    wv[4 + q] = _mm512_mask_mov_epi8(wv[4 + q], (__mmask64)_mm256_extract_epi64(high, q),
+                                                     _mm512_or_si512(wv[4 + q], _mm512_set1_epi8(16)));
+                }
+                __m512i factors = _mm512_i32gather_epi32(offsets, (const int *)blocks, 1); /* d, then m */
+                __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(factors));
+                __m512 mw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(factors, 16)));
+                PF__UNROLL for (int r = 0; r < R; r++) {
+                    size_t rr = r0 + ((size_t)r < nr ? (size_t)r : 0), xb = rr * nb + b;
+                    __m512 scale = _mm512_set1_ps(dx[xb]);
+                    __m512i dots = pf__q4_dots_vnni(wv, qx + rr * k + b * PF__Q8_BLOCK);
+                    if (!with_min) dots = _mm512_sub_epi32(dots, _mm512_set1_epi32(sx[xb] * 16));
+                    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dots), _mm512_mul_ps(scale, dw), acc[r]);
+                    if (with_min) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps((float)sx[xb]), _mm512_mul_ps(scale, mw), acc[r]);
+                }
+            }
+            for (size_t r = 0; r < nr; r++)
+                _mm512_mask_storeu_ps(out + (r0 + r) * ld + o, (__mmask16)((1u << no) - 1), acc[r]);
+        }
+    }
+}
+
 /* pf__k_scale_min for 16 rows at once: sc[g] holds each row's scale bytes 4g.. 4g + 3 in a lane. */
 PF__AVX512_VNNI_TARGET static PF__INLINE void pf__k_scale_min_x16(const __m512i sc[3], int j, __m512i *scale, __m512i *min) {
     const __m512i byte = _mm512_set1_epi32(255);
@@ -1956,6 +2009,10 @@ PF__AVX512_VNNI_TARGET static void pf__blocks_rows_vnni(float *out, size_t ld, c
                                                         size_t k, size_t n_out, pf__dtype t) {
     if (t == PF__DTYPE_Q4_1 && rows == 1) pf__q4_1_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, 1);
     else if (t == PF__DTYPE_Q4_1) pf__q4_1_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, 4);
+    else if ((t == PF__DTYPE_Q5_0 || t == PF__DTYPE_Q5_1) && rows == 1)
+        pf__q5_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, t == PF__DTYPE_Q5_1, 1);
+    else if (t == PF__DTYPE_Q5_0 || t == PF__DTYPE_Q5_1)
+        pf__q5_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, t == PF__DTYPE_Q5_1, 4);
     else if (t == PF__DTYPE_Q4_K) pf__q4_k_tiles_vnni(out, ld, qx, dx, sx, rows, w, k, n_out);
     else if (t == PF__DTYPE_Q6_K) pf__q6_k_tiles_vnni(out, ld, qx, dx, rows, w, k, n_out);
     else pf__blocks_rows_avx2(out, ld, qx, dx, sx, rows, w, k, n_out, t);

@@ -195,8 +195,6 @@ PF_PRIVATE size_t pf__weight_bytes(pf__dtype t, size_t rows, size_t cols);
 PF_PRIVATE size_t pf__block_values(pf__dtype t);
 PF_PRIVATE size_t pf__block_bytes(pf__dtype t);
 PF_PRIVATE const char *pf__dtype_name(pf__dtype t);
-/* Q4_K's and Q5_K's sub-block j scale and minimum from their 12 scale bytes (6 bits each). */
-PF_PRIVATE void pf__k_scale_min(const uint8_t *sc, int j, int *scale, int *min);
 /* Q3_K's 16-weight scale s (of 16) from its 12 scale bytes, and IQ4_XS's sub-block j scale from
    its block, as stored (Q3_K's less 32; IQ4_XS's 0..63): what every kernel set decodes them with. */
 PF_PRIVATE int pf__q3_k_scale(const uint8_t *sc, int s);
