@@ -4,7 +4,7 @@
     python3 bench/llamacpp_reference.py MODEL_DIR --llama-cpp DIR --prompt N --new N [--runs R]
                                         [--threads 1,2] [--dtype f32|f16|bf16|q8|q4]
 
-DIR is a llama.cpp source tree with llama-bench and llama-quantize built in DIR/build/bin (`make
+MODEL_DIR may also be a .gguf file, benched as it is (build/bench --gguf). DIR is a llama.cpp source tree with llama-bench and llama-quantize built in DIR/build/bin (`make
 llama-cpp` builds the one that the PyPI package llama-cpp-python ships). The checkpoint (a
 GPT-2, LLaMA, Qwen3 or OLMoE directory that build/bench writes: config.json and model.safetensors) is written
 once as an F32 GGUF with llama.cpp's own gguf-py (tensor names from its name map; LLaMA's q and k
@@ -201,7 +201,10 @@ def main():
     args = ap.parse_args()
     if not os.access(os.path.join(args.llama_cpp, "build", "bin", "llama-bench"), os.X_OK):
         fail(f"no {args.llama_cpp}/build/bin/llama-bench (make llama-cpp builds it)")
-    gguf_path = ensure_gguf(args.llama_cpp, args.model_dir, args.dtype)
+    if args.model_dir.endswith(".gguf"):  # a GGUF file as it is (build/bench --gguf)
+        gguf_path = args.model_dir
+    else:
+        gguf_path = ensure_gguf(args.llama_cpp, args.model_dir, args.dtype)
     print(f"note: {os.path.basename(gguf_path)}")
     for threads in (int(t) for t in args.threads.split(",")):
         prefill = run_bench(args.llama_cpp, gguf_path, threads, args.runs, ["-p", str(args.prompt), "-n", "0"])

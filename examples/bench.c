@@ -6,7 +6,7 @@
                [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]
                [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N]
                [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]
-               [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]
+               [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]] [--gguf FILE,...]
 
      --device     cpu or cuda (default: cuda when this build has it and a GPU is present)
      --gpus N     the largest rank count: every model runs on 1 rank and on N ranks (default 2).
@@ -47,6 +47,10 @@
                           tokenizer), stored in the bench's dtype and in f32, on 1 rank: what the
                           weight format costs in accuracy (random-weight models cannot show it).
                           `make bench` passes SmolLM2-135M-Instruct when make test-smollm2 fetched it
+     --gguf FILE,...      GGUF files as they are (alone unless --models is given too): each on 1 and N
+                          ranks in the file's blocks against fp32 activations (the default) and against
+                          int8 ones (q8: llama.cpp's arithmetic), beside llama.cpp's llama-bench on the same
+                          file; a .gguf --perplexity MODEL also reports the q8 perplexity
 
    What it measures, per model and rank count:
      load s          pf_load + pf_parallelize, once, the file read through once beforehand (page cache)
@@ -1464,7 +1468,7 @@ static void usage(void) {
             "             [--new N] [--runs N] [--rounds N] [--batch16 | --no-batch16] [--default-cache]\n"
             "             [--kv-cache f32|f16|bf16] [--bf16-products] [--dir DIR] [--seed N]\n"
             "             [--reference SCRIPT | --no-reference] [--ref-attention sdpa,eager]\n"
-            "             [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]]\n");
+            "             [--llama-cpp DIR | --no-llama-cpp] [--perplexity MODEL [--text FILE]] [--gguf FILE,...]\n");
 }
 
 static int parse_int(const char *text, int lo, int hi, int *out) {
@@ -1720,13 +1724,115 @@ static int measure_round(const shape *s, const char *dir, const config *cfg, con
     return failed;
 }
 
+/* GGUF files as they are (--gguf): each on 1 and N ranks, in the file's blocks against fp32
+   activations (PF_DTYPE_AUTO, the default) and against int8 ones (PF_DTYPE_Q8_0, llama.cpp's
+   arithmetic), next to llama.cpp's llama-bench on the same file and thread counts, the engines
+   taking turns round by round (each one's best kept). Prints one Markdown table; returns nonzero
+   when a measurement failed. */
+static int run_gguf_files(const char *files, const config *base, const int *rank_counts, int num_counts,
+                          const char *threads, uint64_t seed, const char *llama_cpp, const char *llama_script) {
+    static const pf_dtype dtypes[2] = {PF_DTYPE_AUTO, PF_DTYPE_Q8_0};
+    char list[4 * PATH_CAP];
+    int failed = 0;
+    snprintf(list, sizeof list, "%s", files);
+    printf("\nGGUF files as they are: ours in the file's blocks against fp32 activations (default) and against int8 "
+           "activations (q8: llama.cpp's arithmetic); llama.cpp: llama-bench on the same file, threads = our ranks; prompt %d, "
+           "%d new tokens, median of %d runs, best of %d rounds\n\n",
+           base->prompt_len, base->new_tokens, base->runs, base->rounds);
+    printf("| file | ranks | default prefill / decode tok/s | q8 prefill / decode tok/s | MiB/rank (default, q8) | "
+           "llama.cpp prefill / decode tok/s | q8 / llama.cpp prefill, decode | q8 tokens = 1 rank |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    char *save = NULL;
+    for (char *file = strtok_r(list, ",", &save); file; file = strtok_r(NULL, ",", &save)) {
+        pf_load_options lo = pf_load_options_init();
+        lo.skip_tokenizer = 1;
+        pf_model *m = NULL;
+        if (pf_load(file, &lo, &m)) {
+            printf("| %s | | failed: %s | | | | | |\n", file, m ? pf_error_message(m) : "out of memory");
+            pf_free(m);
+            failed = 1;
+            continue;
+        }
+        pf_model_info info = pf_get_info(m);
+        pf_free(m);
+        config cfg = *base;
+        cfg.batch16 = 0;
+        if (cfg.prompt_len + cfg.new_tokens > info.max_positions) {
+            printf("| %s | | failed: prompt %d + %d new tokens exceed its %d positions | | | | | |\n", file, cfg.prompt_len,
+                   cfg.new_tokens, info.max_positions);
+            failed = 1;
+            continue;
+        }
+        int32_t *prompt = (int32_t *)malloc((size_t)cfg.prompt_len * sizeof *prompt);
+        if (!prompt) return 1;
+        uint64_t state = hash_name("prompt", seed);
+        for (int t = 0; t < cfg.prompt_len; t++) prompt[t] = (int32_t)(next_random(&state) % (uint64_t)info.vocab_size);
+        int32_t *prompts[1] = {prompt};
+        result results[2][2];
+        reference llama;
+        memset(results, 0, sizeof results);
+        memset(&llama, 0, sizeof llama);
+        warm_page_cache(file);
+        for (int round = 0; round < cfg.rounds; round++) {
+            for (int d = 0; d < 2; d++)
+                for (int k = 0; k < num_counts; k++) {
+                    fprintf(stderr, "bench: %s, %s, %d rank%s (round %d of %d)...\n", file, d ? "q8" : "default", rank_counts[k],
+                            rank_counts[k] > 1 ? "s" : "", round + 1, cfg.rounds);
+                    cfg.dtype = dtypes[d];
+                    result later, *r = round == 0 ? &results[d][k] : &later;
+                    measure(file, &cfg, rank_counts[k], prompts, r);
+                    if (r->error[0]) fprintf(stderr, "bench: %s: %s\n", file, r->error), failed = 1;
+                    if (round > 0) keep_best_result(&results[d][k], &later);
+                }
+            if (llama_cpp) {
+                char q_tree[4 * PATH_CAP], arguments[8 * PATH_CAP];
+                reference later, *r = round == 0 ? &llama : &later;
+                shell_quote(q_tree, sizeof q_tree, llama_cpp);
+                snprintf(arguments, sizeof arguments, "--llama-cpp %s --prompt %d --new %d --runs %d --threads %s", q_tree,
+                         cfg.prompt_len, cfg.new_tokens, cfg.runs, threads);
+                fprintf(stderr, "bench: %s with llama.cpp (round %d of %d)...\n", file, round + 1, cfg.rounds);
+                run_reference(llama_script, file, arguments, 0, r);
+                if (!r->available) fprintf(stderr, "bench: llama.cpp for %s: %s\n", file, r->note);
+                if (round > 0) keep_best_reference(&llama, &later);
+            }
+        }
+        for (int k = 0; k < num_counts; k++) {
+            int n = rank_counts[k];
+            double pre[2], dec[2];
+            char cell[2][72], same[48], lp[32], ld[32], lrp[32], lrd[32];
+            for (int d = 0; d < 2; d++) {
+                const result *r = &results[d][k];
+                pre[d] = r->error[0] ? -1 : cfg.prompt_len / r->prefill_s;
+                dec[d] = r->error[0] ? -1 : r->decode_tok_s;
+                char a[32], b[32];
+                print_rate(a, sizeof a, pre[d]);
+                print_rate(b, sizeof b, dec[d]);
+                snprintf(cell[d], sizeof cell[d], "%s / %s", a, b);
+            }
+            if (k == 0) snprintf(same, sizeof same, results[1][0].deterministic ? "(itself)" : "no: runs differ");
+            else compare_tokens(same, sizeof same, results[1][0].tokens, results[1][0].num_tokens, results[1][k].tokens,
+                                results[1][k].num_tokens);
+            reference_cells(&llama, n, pre[1], dec[1], lp, ld, lrp, lrd);
+            printf("| %s | %d | %s | %s | %.0f, %.0f | %s / %s | %s, %s | %s |\n", file, n, cell[0], cell[1],
+                   (double)results[0][k].bytes_per_rank / (1 << 20), (double)results[1][k].bytes_per_rank / (1 << 20), lp, ld,
+                   lrp, lrd, same);
+        }
+        if (llama_cpp && !llama.available) printf("(llama.cpp for %s: %s)\n", file, llama.note);
+        for (int d = 0; d < 2; d++)
+            for (int k = 0; k < num_counts; k++) free(results[d][k].tokens), free(results[d][k].hidden);
+        free(llama.tokens);
+        free(prompt);
+    }
+    return failed;
+}
+
 int main(int argc, char **argv) {
     config cfg;
     memset(&cfg, 0, sizeof cfg);
     const char *models = NULL, *dir_root = NULL, *script = "bench/reference.py", *ref_attention = "sdpa";
     const char *llama_cpp = "build/llama.cpp", *llama_script = "bench/llamacpp_reference.py";
     int use_llama_cpp = -1; /* -1: when the default tree has llama-bench */
-    const char *perplexity_model = NULL, *perplexity_text = "bench/perplexity.txt";
+    const char *perplexity_model = NULL, *perplexity_text = "bench/perplexity.txt", *gguf_files = NULL;
     int device_set = 0, quick = -1, prompt = 0, new_tokens = 0, runs = 0, rounds = 1, batch16 = -1, use_reference = 1,
         seed = 1234;
     cfg.max_ranks = 2;
@@ -1775,6 +1881,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--no-llama-cpp")) use_llama_cpp = 0;
         else if (!strcmp(a, "--perplexity") && v) perplexity_model = argv[++i];
         else if (!strcmp(a, "--text") && v) perplexity_text = argv[++i];
+        else if (!strcmp(a, "--gguf") && v) gguf_files = argv[++i];
         else if (!strcmp(a, "--ref-attention") && v) {
             ref_attention = argv[++i];
             bad = strspn(ref_attention, "abcdefghijklmnopqrstuvwxyz_,") != strlen(ref_attention) || !*ref_attention;
@@ -1811,6 +1918,7 @@ int main(int argc, char **argv) {
     cfg.rounds = rounds;
     cfg.encoder_runs = runs ? runs : quick ? 3 : 5;
     cfg.batch16 = batch16 >= 0 ? batch16 : !quick;
+    if (!models && gguf_files) models = ""; /* the files alone */
     if (!models) models = quick ? "gpt2,qwen3-0.6b,bert-base" : "gpt2,gpt2-xl,llama-1b,qwen3-0.6b,bert-base";
     int quantized = cfg.dtype == PF_DTYPE_Q8_0 || cfg.dtype == PF_DTYPE_Q4_0;
     if (cfg.bf16_products && cfg.dtype != PF_DTYPE_BF16) {
@@ -2062,6 +2170,13 @@ int main(int argc, char **argv) {
     }
     if (num_encoders) print_encoder_table(chosen, num_chosen, results, refs, ref_hidden, &cfg, rank_counts, num_counts,
                                           ref_attention, gemm, fma_peak);
+    if (gguf_files) {
+        char threads[64];
+        if (num_counts > 1) snprintf(threads, sizeof threads, "%d,%d", rank_counts[0], rank_counts[1]);
+        else snprintf(threads, sizeof threads, "%d", rank_counts[0]);
+        status |= run_gguf_files(gguf_files, &cfg, rank_counts, num_counts, threads, (uint64_t)seed,
+                                 llama_ok ? llama_cpp : NULL, llama_script);
+    }
     printf("\n");
     if (perplexity_model) {
         char error[1024] = "", error_f32[1024] = "";
@@ -2071,10 +2186,24 @@ int main(int argc, char **argv) {
         double ppl_f32 = cfg.dtype == PF_DTYPE_F32 ? ppl
                                                    : perplexity(perplexity_model, perplexity_text, cfg.device, PF_DTYPE_F32, 0,
                                                                 &tokens_f32, error_f32, sizeof error_f32);
+        size_t name_len = strlen(perplexity_model);
+        int gguf = name_len > 5 && !strcmp(perplexity_model + name_len - 5, ".gguf");
         if (ppl > 0 && ppl_f32 > 0)
             printf("perplexity of %s (%d tokens) under %s: %s %.4f, f32 %.4f (%+.2f %%)\n", perplexity_text, tokens,
-                   perplexity_model, format_name(&cfg), ppl, ppl_f32, 100.0 * (ppl / ppl_f32 - 1));
-        else
+                   perplexity_model, gguf && cfg.dtype == PF_DTYPE_AUTO ? "the file's blocks (fp32 activations)"
+                                                                        : format_name(&cfg), ppl, ppl_f32,
+                   100.0 * (ppl / ppl_f32 - 1));
+        if (ppl > 0 && ppl_f32 > 0 && gguf && cfg.dtype != PF_DTYPE_Q8_0) { /* llama.cpp's arithmetic too */
+            int tokens_q8 = 0;
+            double ppl_q8 = perplexity(perplexity_model, perplexity_text, cfg.device, PF_DTYPE_Q8_0, 0, &tokens_q8, error,
+                                       sizeof error);
+            if (ppl_q8 > 0)
+                printf("perplexity under %s with int8 activations (q8, llama.cpp's arithmetic): %.4f (%+.2f %% over f32)\n",
+                       perplexity_model, ppl_q8, 100.0 * (ppl_q8 / ppl_f32 - 1));
+            else
+                printf("perplexity with int8 activations: not measured (%s)\n", error);
+        }
+        if (!(ppl > 0 && ppl_f32 > 0))
             printf("perplexity: not measured (%s)\n", error[0] ? error : error_f32);
         status |= !(ppl > 0 && ppl_f32 > 0);
     }
