@@ -1877,22 +1877,24 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__k_scale_min_x16(const __m512i 
 
 /* GGUF's Q4_K (256 weights: fp16 d and dmin, 6-bit scales and minimums per 32, then 128 bytes of
    nibbles, sub-block 2i the low nibbles of bytes 32i.. 32i + 31, 2i + 1 their high ones; weight =
-   d scale q - dmin min) against int8 x: a sub-block's 32 nibbles of two rows fill one register,
+   d scale q - dmin min) and Q5_K (the same with 32 bytes of fifth bits before the nibbles, bit j
+   of byte i value i of sub-block j) against int8 x: a sub-block's 32 nibbles of two rows fill one register,
    as Q8's values do, and their dots are exact (q is vpdpbusd's unsigned operand); each row then
    takes fmaf(dot, dx dw, sum), fmaf(sum x, dx mw, sum), dw and mw as pf__sub_block_decode has them. */
-PF__AVX512_VNNI_TARGET static void pf__q4_k_tiles_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
-                                                       const int32_t *sx, size_t rows, const unsigned char *w, size_t k,
-                                                       size_t n_out) {
-    enum { BYTES = 144, SUBS = 8 };
-    size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * BYTES;
+PF__AVX512_VNNI_TARGET static PF__INLINE void pf__k_tiles_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                               const int32_t *sx, size_t rows, const unsigned char *w,
+                                                               size_t k, size_t n_out, const int fifth) {
+    enum { SUBS = 8 };
+    const size_t bytes = fifth ? 176 : 144, values_at = fifth ? 48 : 16; /* Q5_K: 32 bytes of fifth bits at 16 */
+    size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * bytes;
     for (size_t o = 0; o < n_out; o += 16) {
         size_t no = n_out - o < 16 ? n_out - o : 16;
         PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
         __m512i offsets = _mm512_loadu_si512(at);
         PF__TILE_SUMS_BEGIN(o, no);
         for (size_t b = 0; b < nb; b++) {
-            const unsigned char *blocks = w + b * BYTES;
-            pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
+            const unsigned char *blocks = w + b * bytes;
+            pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * bytes, b);
             __m512i factors = _mm512_i32gather_epi32(offsets, (const int *)blocks, 1); /* d, then dmin */
             __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(factors));
             __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(factors, 16)));
@@ -1904,11 +1906,17 @@ PF__AVX512_VNNI_TARGET static void pf__q4_k_tiles_vnni(float *out, size_t ld, co
                 pf__k_scale_min_x16(sc, j, &scale, &min);
                 __m512i wv[8];
                 PF__UNROLL for (int p = 0; p < 8; p++) { /* slots 2p and 2p + 1: as pf__q8_load_vnni */
-                    const unsigned char *qa = blocks + at[PF__VNNI_SLOT_ROW(2 * p)] + 16 + j / 2 * 32;
-                    const unsigned char *qb = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)] + 16 + j / 2 * 32;
-                    __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)qa)),
-                                                               0xf0, _mm256_loadu_si256((const __m256i *)qb));
+                    const unsigned char *ra = blocks + at[PF__VNNI_SLOT_ROW(2 * p)], *rb = blocks + at[PF__VNNI_SLOT_ROW(2 * p + 1)];
+                    size_t q_at = values_at + (size_t)(j / 2 * 32);
+                    __m512i both = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ra + q_at))),
+                                                               0xf0, _mm256_loadu_si256((const __m256i *)(rb + q_at)));
                     wv[p] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(both, 4) : both, _mm512_set1_epi8(15));
+                    if (fifth) { /* bit j of byte i is value i's 16 */
+                        __m512i bits = _mm512_mask_broadcast_i64x4(_mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(ra + 16))),
+                                                                   0xf0, _mm256_loadu_si256((const __m256i *)(rb + 16)));
+                        bits = _mm512_and_si512(_mm512_srli_epi16(bits, (unsigned)j), _mm512_set1_epi8(1));
+                        wv[p] = _mm512_or_si512(wv[p], _mm512_slli_epi16(bits, 4));
+                    }
                 }
                 __m512 dw = _mm512_mul_ps(d, _mm512_cvtepi32_ps(scale));
                 __m512 mw = _mm512_castsi512_ps(_mm512_xor_si512( /* -(dmin min), as fp32 negates */
@@ -1925,6 +1933,17 @@ PF__AVX512_VNNI_TARGET static void pf__q4_k_tiles_vnni(float *out, size_t ld, co
             }
         }
     }
+}
+
+PF__AVX512_VNNI_TARGET static void pf__q4_k_tiles_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                       const int32_t *sx, size_t rows, const unsigned char *w, size_t k,
+                                                       size_t n_out) {
+    pf__k_tiles_vnni(out, ld, qx, dx, sx, rows, w, k, n_out, 0);
+}
+PF__AVX512_VNNI_TARGET static void pf__q5_k_tiles_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
+                                                       const int32_t *sx, size_t rows, const unsigned char *w, size_t k,
+                                                       size_t n_out) {
+    pf__k_tiles_vnni(out, ld, qx, dx, sx, rows, w, k, n_out, 1);
 }
 
 /* The exact dots of 16 weight rows (slots as pf__q8_load_vnni places them, signed values) with
@@ -2014,6 +2033,7 @@ PF__AVX512_VNNI_TARGET static void pf__blocks_rows_vnni(float *out, size_t ld, c
     else if (t == PF__DTYPE_Q5_0 || t == PF__DTYPE_Q5_1)
         pf__q5_tile_vnni(out, ld, qx, dx, sx, rows, w, k / PF__Q8_BLOCK, n_out, t == PF__DTYPE_Q5_1, 4);
     else if (t == PF__DTYPE_Q4_K) pf__q4_k_tiles_vnni(out, ld, qx, dx, sx, rows, w, k, n_out);
+    else if (t == PF__DTYPE_Q5_K) pf__q5_k_tiles_vnni(out, ld, qx, dx, sx, rows, w, k, n_out);
     else if (t == PF__DTYPE_Q6_K) pf__q6_k_tiles_vnni(out, ld, qx, dx, rows, w, k, n_out);
     else pf__blocks_rows_avx2(out, ld, qx, dx, sx, rows, w, k, n_out, t);
 }
