@@ -2179,33 +2179,25 @@ int main(int argc, char **argv) {
     }
     printf("\n");
     if (perplexity_model) {
-        char error[1024] = "", error_f32[1024] = "";
-        int tokens = 0, tokens_f32 = 0;
-        double ppl = perplexity(perplexity_model, perplexity_text, cfg.device, cfg.dtype, cfg.bf16_products, &tokens, error,
-                                sizeof error);
-        double ppl_f32 = cfg.dtype == PF_DTYPE_F32 ? ppl
-                                                   : perplexity(perplexity_model, perplexity_text, cfg.device, PF_DTYPE_F32, 0,
-                                                                &tokens_f32, error_f32, sizeof error_f32);
+        /* a GGUF: its blocks against fp32 activations (the default) and against int8 ones (llama.cpp's
+           arithmetic); other models: the bench's dtype. Each beside f32 (a GGUF's blocks expanded) */
         size_t name_len = strlen(perplexity_model);
         int gguf = name_len > 5 && !strcmp(perplexity_model + name_len - 5, ".gguf");
-        if (ppl > 0 && ppl_f32 > 0)
-            printf("perplexity of %s (%d tokens) under %s: %s %.4f, f32 %.4f (%+.2f %%)\n", perplexity_text, tokens,
-                   perplexity_model, gguf && cfg.dtype == PF_DTYPE_AUTO ? "the file's blocks (fp32 activations)"
-                                                                        : format_name(&cfg), ppl, ppl_f32,
-                   100.0 * (ppl / ppl_f32 - 1));
-        if (ppl > 0 && ppl_f32 > 0 && gguf && cfg.dtype != PF_DTYPE_Q8_0) { /* llama.cpp's arithmetic too */
-            int tokens_q8 = 0;
-            double ppl_q8 = perplexity(perplexity_model, perplexity_text, cfg.device, PF_DTYPE_Q8_0, 0, &tokens_q8, error,
-                                       sizeof error);
-            if (ppl_q8 > 0)
-                printf("perplexity under %s with int8 activations (q8, llama.cpp's arithmetic): %.4f (%+.2f %% over f32)\n",
-                       perplexity_model, ppl_q8, 100.0 * (ppl_q8 / ppl_f32 - 1));
-            else
-                printf("perplexity with int8 activations: not measured (%s)\n", error);
+        pf_dtype kinds[2] = {gguf ? PF_DTYPE_AUTO : cfg.dtype, PF_DTYPE_Q8_0};
+        const char *names[2] = {gguf ? "the file's blocks against fp32 activations" : format_name(&cfg),
+                                "the file's blocks against int8 activations (q8: llama.cpp's arithmetic)"};
+        char error[1024] = "";
+        int tokens = 0, ignored = 0;
+        double ppl_f32 = perplexity(perplexity_model, perplexity_text, cfg.device, PF_DTYPE_F32, 0, &tokens, error, sizeof error);
+        if (ppl_f32 > 0) printf("perplexity of %s (%d tokens) under %s: f32 %.4f\n", perplexity_text, tokens, perplexity_model, ppl_f32);
+        for (int k = 0; ppl_f32 > 0 && k < (gguf ? 2 : cfg.dtype != PF_DTYPE_F32); k++) {
+            double ppl = perplexity(perplexity_model, perplexity_text, cfg.device, kinds[k], k ? 0 : cfg.bf16_products,
+                                    &ignored, error, sizeof error);
+            if (ppl > 0) printf("  %s: %.4f (%+.2f %%)\n", names[k], ppl, 100.0 * (ppl / ppl_f32 - 1));
+            else break;
         }
-        if (!(ppl > 0 && ppl_f32 > 0))
-            printf("perplexity: not measured (%s)\n", error[0] ? error : error_f32);
-        status |= !(ppl > 0 && ppl_f32 > 0);
+        if (error[0]) printf("perplexity: not measured (%s)\n", error);
+        status |= error[0] != 0;
     }
     for (int c = 0; c < num_chosen; c++) {
         if (!refs[c].available || is_encoder(chosen[c])) continue;
