@@ -72,6 +72,7 @@ STEPS=(
 "encoders|make_encoder_fixtures.py|torch transformers sentence_transformers=sentence-transformers|5.23|bert, bert-*, roberta*, mpnet*, electra*, albert*, distilbert*, t5-encoder*, ... (sentence-transformers 6)"
 "visual-bert|make_visual_bert_fixtures.py|torch transformers|5.24|visual-bert, visual-bert-pretraining, -vqa, -nlvr, -mc, -vqa-text (after encoder-tokenizers: tokenizer-bert)"
 "seq2seq|make_seq2seq_fixtures.py|torch transformers numpy safetensors sentencepiece|5.23|the *-s2s fixtures (after seq2seq-tokenizers, whose tokenizers they use)"
+"prophetnet|make_prophetnet_fixtures.py|torch transformers numpy|5.24|prophetnet-s2s (run again with the argument xlm: xlm-prophetnet-s2s, made by transformers 4.57 in /work/venv-tf4)"
 "vision|make_vision_fixtures.py|torch transformers numpy PIL=pillow torchvision|5.23|vit, vit-cls, deit-cls, deit-teacher"
 "preprocessing|make_preprocessing_fixtures.py|transformers numpy PIL=pillow torchvision|5.23|preprocessing/ (image and audio processors)"
 "clip|make_clip_fixtures.py|torch transformers numpy|5.24|clip, clip-text, clip-vision"
