@@ -28996,7 +28996,9 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
     rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
-    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data)
+    /* segment ids (zeros without them), which ProphetNet's predict stream reads too (row 0 of its one-row n-gram table) */
+    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data ||
+        g->model->config.ngram)
         rs->type_ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     if (g->model->config.local_attention) rs->global_tokens = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
