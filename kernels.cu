@@ -271,6 +271,15 @@ int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, co
                               int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
                               int p2c, int position_buckets, int max_relative_positions, int span, int rel_width,
                               float scale); /* rel_width: rel_qkv's row (q | k | v, or q | k) */
+/* ProphetNet's n-gram self-attention of one stream (pf__backend.ngram_attend's math): rows n = b * T + t
+   of qkv [(heads + 2 kv_heads) * head_dim] and rel [rel_width]; head h's bias of distance d at
+   rel[n][buckets[d] * rel_heads + head_begin + h]; buckets [cache_len + 1], pads ([batch] or NULL),
+   cache rows ([batch] or NULL: b) and the step's past (past_at[0]) on the device; past checked here. */
+int pf_cuda_ngram_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *rel, int rel_heads, int rel_width,
+                         const int32_t *buckets, const void *k_cache, const void *v_cache, int cache_dtype, const int *pad,
+                         const int *rows, int batch, int T, int past, const int *past_at, int heads, int kv_heads,
+                         int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, float scale,
+                         int predict);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -2240,6 +2249,72 @@ static int pf_cuda__move_rows(struct pf_cuda_rank *st, U *cache, U *scratch, con
     return PF_CUDA_OK;
 }
 
+/* ProphetNet's n-gram attention, a block of PF_NGRAM_THREADS per (query row, head): each key's score
+   (q . k * scale + the row's bias at the key's bucket; the predict stream's own key last) into
+   shared memory, the softmax's max and sum over the block, then each output value a sum over the
+   keys in order (pf__backend.ngram_attend). */
+#define PF_NGRAM_THREADS 128
+template <typename C>
+__global__ void pf_ngram_attend_kernel(float *out, const float *qkv, const float *rel, int rel_heads, int rel_width,
+                                       const int32_t *buckets, const C *k_cache, const C *v_cache, const int *pad,
+                                       const int *rows, int T, const int *past_at, int heads, int kv_heads, int head_dim,
+                                       int head_begin, int kv_begin, int kv_group, int cache_len, float scale, int predict) {
+    extern __shared__ float p[]; /* cache_len + 1 */
+    __shared__ float red[32];
+    size_t n = blockIdx.x;
+    int h = (int)blockIdx.y, b = (int)(n / (size_t)T), t = (int)(n % (size_t)T);
+    int first = pad ? pad[b] : 0, pos = past_at[0] + t, count = pos >= first ? pos + 1 - first : 0;
+    int total = count + (predict ? 1 : 0);
+    size_t hd = (size_t)head_dim, q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd;
+    size_t kv = (size_t)((head_begin + h) / kv_group - kv_begin) * hd, head = (size_t)(head_begin + h);
+    size_t cache_row = rows ? (size_t)rows[b] : (size_t)b;
+    const C *keys = k_cache + cache_row * (size_t)cache_len * kv_width + kv;
+    const C *values = v_cache + cache_row * (size_t)cache_len * kv_width + kv;
+    const float *q = qkv + n * (q_width + 2 * kv_width) + (size_t)h * hd, *own_k = q - (size_t)h * hd + q_width + kv;
+    const float *own_v = own_k + kv_width, *bias = rel + n * (size_t)rel_width;
+    float most = -INFINITY;
+    for (int k = threadIdx.x; k < total; k += blockDim.x) {
+        float dot = 0.0f;
+        int distance = 0;
+        if (k < count) {
+            int j = first + k;
+            distance = pos + predict - j;
+            for (size_t i = 0; i < hd; i++) dot += q[i] * pf_cache_load(keys, (size_t)j * kv_width + i);
+        } else {
+            for (size_t i = 0; i < hd; i++) dot += q[i] * own_k[i];
+        }
+        p[k] = dot * scale + bias[(size_t)buckets[distance] * (size_t)rel_heads + head];
+        most = fmaxf(most, p[k]);
+    }
+    most = pf_block_max(most, red);
+    float sum = 0.0f;
+    for (int k = threadIdx.x; k < total; k += blockDim.x) sum += (p[k] = expf(p[k] - most));
+    sum = pf_block_sum(sum, red);
+    __syncthreads(); /* every weight written */
+    float *o = out + n * q_width + (size_t)h * hd;
+    for (size_t i = threadIdx.x; i < hd; i += blockDim.x) {
+        float acc = 0.0f;
+        for (int k = 0; k < count; k++) acc += p[k] * pf_cache_load(values, (size_t)(first + k) * kv_width + i);
+        if (predict) acc += p[count] * own_v[i];
+        o[i] = total ? acc / sum : 0.0f;
+    }
+}
+
+template <typename C>
+static int pf_cuda__ngram_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const float *rel, int rel_heads,
+                                 int rel_width, const int32_t *buckets, const C *k_cache, const C *v_cache, const int *pad,
+                                 const int *rows, int batch, int T, const int *past_at, int heads, int kv_heads,
+                                 int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, float scale,
+                                 int predict) {
+    dim3 grid((unsigned)((size_t)batch * T), (unsigned)heads);
+    size_t shared = ((size_t)cache_len + 1) * sizeof(float);
+    pf_ngram_attend_kernel<C><<<grid, PF_NGRAM_THREADS, shared, st->stream>>>(
+        out, qkv, rel, rel_heads, rel_width, buckets, k_cache, v_cache, pad, rows, T, past_at, heads, kv_heads, head_dim,
+        head_begin, kv_begin, kv_group, cache_len, scale, predict);
+    PF_CUDA_CHECK_LAUNCH(st, pf_ngram_attend_kernel);
+    return PF_CUDA_OK;
+}
+
 /* ---- the C ABI ------------------------------------------------------------------------------- */
 
 extern "C" {
@@ -3155,6 +3230,31 @@ int pf_cuda_disentangled_bias(struct pf_cuda_rank *st, float *out, const float *
                                                              max_relative_positions, span, rel_width, scale);
     PF_CUDA_CHECK_LAUNCH(st, pf_disentangled_bias_kernel);
     return PF_CUDA_OK;
+}
+
+int pf_cuda_ngram_attend(struct pf_cuda_rank *st, float *out, const float *qkv, const float *rel, int rel_heads,
+                         int rel_width, const int32_t *buckets, const void *k_cache, const void *v_cache, int cache_dtype,
+                         const int *pad, const int *rows, int batch, int T, int past, const int *past_at, int heads,
+                         int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, float scale,
+                         int predict) {
+    if (batch <= 0 || T <= 0 || heads <= 0) return PF_CUDA_OK;
+    const char *bad = (size_t)batch * T > 2147483647u || heads > 65535 || kv_group <= 0 ? "bad shape"
+                      : past < 0 || past + T > cache_len                                 ? "positions beyond the cache"
+                      : !past_at || !buckets                                             ? "no device copy of past or buckets"
+                      : ((size_t)cache_len + 1) * sizeof(float) > 48 * 1024              ? "a cache longer than its shared memory"
+                                                                                         : NULL;
+    if (bad) return pf_cuda__fail(st->message, sizeof st->message, PF_CUDA_ERROR_DEVICE, "pf_cuda_ngram_attend", bad, __LINE__);
+    if (cache_dtype == PF_CUDA_F16)
+        return pf_cuda__ngram_attend(st, out, qkv, rel, rel_heads, rel_width, buckets, (const __half *)k_cache,
+                                     (const __half *)v_cache, pad, rows, batch, T, past_at, heads, kv_heads, head_dim,
+                                     head_begin, kv_begin, kv_group, cache_len, scale, predict);
+    if (cache_dtype == PF_CUDA_BF16)
+        return pf_cuda__ngram_attend(st, out, qkv, rel, rel_heads, rel_width, buckets, (const __nv_bfloat16 *)k_cache,
+                                     (const __nv_bfloat16 *)v_cache, pad, rows, batch, T, past_at, heads, kv_heads,
+                                     head_dim, head_begin, kv_begin, kv_group, cache_len, scale, predict);
+    return pf_cuda__ngram_attend(st, out, qkv, rel, rel_heads, rel_width, buckets, (const float *)k_cache,
+                                 (const float *)v_cache, pad, rows, batch, T, past_at, heads, kv_heads, head_dim, head_begin,
+                                 kv_begin, kv_group, cache_len, scale, predict);
 }
 
 /* Beam search: row dst[k] of cache becomes old row src[k], k < count (dst, src: device arrays,

@@ -399,6 +399,8 @@ typedef enum {
     PF__SLOT_VISUAL_PROJECTION_BIAS,   /* [hidden] */
     PF__SLOT_VISUAL_TOKEN_TYPE_EMBED,  /* [type_vocab_size, hidden] */
     PF__SLOT_VISUAL_POSITION_EMBED,    /* [max_positions, hidden] */
+    /* ProphetNet's decoder (pf__config.ngram > 0): the predict stream's input, in place of a token's */
+    PF__SLOT_NGRAM_EMBED,           /* [ngram, hidden]: the first predict stream adds row ngram - 1 */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -562,6 +564,10 @@ typedef enum {
     PF__SLOT_FUNNEL_R_R_BIAS,       /* [Q]: the query's bias for the position term */
     PF__SLOT_FUNNEL_R_S_BIAS,       /* [Q]: the query's bias for the segment term */
     PF__SLOT_FUNNEL_SEG_EMBED,      /* [2, Q]: each head's vectors of a key in another segment (row 0) or the query's (row 1) */
+    /* ProphetNet's n-gram self-attention (pf__config.ngram > 0): each query's own relative bias per
+       bucket and head, a projection of its row (relative_pos_embeddings), whole on every rank: */
+    PF__SLOT_NGRAM_REL_WEIGHT,      /* [rel_buckets * heads, hidden]: output bucket * heads + head */
+    PF__SLOT_NGRAM_REL_BIAS,        /* [rel_buckets * heads] */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -1088,6 +1094,13 @@ typedef struct pf__config {
        next, itself and previous (zeros beyond the row) joined before project_in (trigram_input);
        the LM head joined from the embedding and PF__SLOT_LM_HEAD_EXTRA (lm_head_extra) */
     int bottleneck_width, stacked_ffns, elementwise_norm, trigram_input, lm_head_extra;
+    /* ProphetNet: > 0, the decoder runs a main stream (the tokens) and the first of its ngram predict
+       streams (each position's input PF__SLOT_NGRAM_EMBED's row ngram - 1 plus the position table's
+       row after the token's), whose rows give the logits; its self-attention is pf__backend.ngram_attend
+       with each query's relative bias projected from its row (PF__SLOT_NGRAM_REL_*), bucketed by
+       rel_buckets and rel_max_distance. The other predict streams reach no logit that generation
+       reads (transformers' logits_ngram): not computed. */
+    int ngram;
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -1951,6 +1964,16 @@ typedef struct pf__backend {
     void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
                         const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
                         const struct pf__funnel_shape *f);
+    /* ProphetNet's n-gram self-attention of one stream's rows (NULL: a backend without it; ProphetNet
+       is refused on it): query row n = b * T + t (q from the qkv rows) at position p = past + t sees
+       the cached keys j of its sequence, its left pads excepted, up to p, scored q.k_j * a->scale +
+       rel[n][buckets[p + predict - j] * rel_heads + a->head_begin + h] for local head h (rel: its
+       rows' projections for every head, rel_heads of them; buckets: [cache_len + 1], the bucket of
+       each distance); predict 1 (the first predict stream): also the row's own key and value (the k
+       and v of its qkv row), at distance 0. out[n] = softmax(scores) v per head, [heads * head_dim]. */
+    void (*ngram_attend)(pf__rank *r, float *out, const float *qkv, const float *rel, int rel_heads,
+                         const int32_t *buckets, const void *k_cache, const void *v_cache, const pf__step *s,
+                         const pf__attn_shape *a, int predict);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1986,6 +2009,7 @@ struct pf__rank {
     pf__weight unit_gain;     /* [head_dim] of 1: the gain of a qk-norm without tensors (qk_norm_l2); data NULL otherwise */
     float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
     float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
+    int32_t *ngram_buckets;   /* ProphetNet: [cache_len + 1], the relative bucket of each distance, or NULL */
     void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype;
                                  latent attention: k_cache alone, of pf__rank_cache_width values a position */
     pf__dtype cache_dtype;
@@ -2025,6 +2049,9 @@ struct pf__rank {
     float *router, *expert_in, *expert_out, *expert_mid, *expert_act;
     struct pf__routing *routing; /* host: the step's routing (src/moe.c), or NULL; owned */
     int32_t *trigram_rows; /* host [3 max_tokens]: MobileBERT's trigram gather (pf__rank_trigrams), or NULL; owned */
+    /* ProphetNet (pf__config.ngram > 0): the predict stream's rows [max_tokens][hidden], and a
+       stream's relative bias projections [max_tokens][rel_buckets * heads] */
+    float *ngram_x, *ngram_rel;
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
@@ -5933,6 +5960,18 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         pf_result r = pf__config_span_conv(path, cfg, message, size);
         if (r) return r;
     }
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, ngram)), "(derived)")) { /* ProphetNet */
+        /* the buckets below max_exact = num_buckets / 2 are exact, the others log-scaled up to
+           relative_max_distance, which must lie beyond max_exact (transformers divides by its log) */
+        if (cfg->ngram < 1 || cfg->ngram > 1000)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d is not a number of predicted tokens", path,
+                              pf__config_key(cfg->arch, offsetof(pf__config, ngram)), cfg->ngram);
+        if (cfg->rel_buckets < 2 || cfg->rel_buckets > 4096 || cfg->rel_max_distance <= cfg->rel_buckets / 2 ||
+            cfg->rel_max_distance > (1 << 24))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d and \"%s\" %d do not make relative buckets", path,
+                              pf__config_key(cfg->arch, offsetof(pf__config, rel_buckets)), cfg->rel_buckets,
+                              pf__config_key(cfg->arch, offsetof(pf__config, rel_max_distance)), cfg->rel_max_distance);
+    }
     if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
     if (cfg->grouped_qkv && !cfg->parallel_residual) /* transformers builds norms its forward does not use */
@@ -7132,7 +7171,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
-        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -7181,7 +7220,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, CONV_KERNEL_WEIGHT) PF__NAME(PF__SLOT_, CONV_KERNEL_BIAS) PF__NAME(PF__SLOT_, CONV_VALUE_WEIGHT)
         PF__NAME(PF__SLOT_, CONV_VALUE_BIAS) PF__NAME(PF__SLOT_, ATTN_JOINED_OUT_WEIGHT) PF__NAME(PF__SLOT_, CONV_OUT_WEIGHT)
         PF__NAME(PF__SLOT_, FUNNEL_R_KERNEL) PF__NAME(PF__SLOT_, FUNNEL_R_R_BIAS) PF__NAME(PF__SLOT_, FUNNEL_R_S_BIAS)
-        PF__NAME(PF__SLOT_, FUNNEL_SEG_EMBED)
+        PF__NAME(PF__SLOT_, FUNNEL_SEG_EMBED) PF__NAME(PF__SLOT_, NGRAM_REL_WEIGHT) PF__NAME(PF__SLOT_, NGRAM_REL_BIAS)
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
@@ -8338,6 +8377,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_VISUAL_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_embedding_dim; break;
     case PF__SLOT_VISUAL_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
     case PF__SLOT_VISUAL_POSITION_EMBED: *rows = (size_t)c->max_positions; *cols = h; break;
+    case PF__SLOT_NGRAM_EMBED: *rows = (size_t)c->ngram; *cols = h; break;
+    case PF__SLOT_NGRAM_REL_WEIGHT: *rows = (size_t)c->rel_buckets * c->num_heads; *cols = h; break;
+    case PF__SLOT_NGRAM_REL_BIAS: *rows = (size_t)c->rel_buckets * c->num_heads; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -24960,6 +25002,61 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
     }
 }
 
+/* Value i of a cache row as it stores them (fp32, fp16 or bf16). */
+static inline float pf__cache_value(const void *row, size_t i, pf__dtype dt) {
+    if (dt == PF__DTYPE_F32) return ((const float *)row)[i];
+    uint16_t half = ((const uint16_t *)row)[i];
+    return dt == PF__DTYPE_F16 ? pf__f16_to_f32(half) : pf__bf16_to_f32(half);
+}
+
+static void pf__cpu_ngram_attend(pf__rank *r, float *out, const float *qkv, const float *rel, int rel_heads,
+                                 const int32_t *buckets, const void *k_cache, const void *v_cache, const pf__step *s,
+                                 const pf__attn_shape *a, int predict) {
+    size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
+    size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len, rel_width = (size_t)a->rel_buckets * rel_heads;
+    size_t esize = pf__dtype_size(a->cache_dtype);
+    float *p = pf__cpu(r)->scores; /* a query's keys and its own: cache_len + 1 at most, within its rows */
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : b, pad = s->pad ? (size_t)s->pad[b] : 0;
+        const char *kc = (const char *)k_cache + cache_row * (size_t)a->cache_len * kv_width * esize;
+        const char *vc = (const char *)v_cache + cache_row * (size_t)a->cache_len * kv_width * esize;
+        for (size_t t = 0; t < T; t++) {
+            size_t n = b * T + t, pos = (size_t)s->past + t;
+            const float *row = qkv + n * row_width, *bias = rel + n * rel_width;
+            for (int h = 0; h < a->heads; h++) {
+                size_t kv = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd, head = (size_t)(a->head_begin + h);
+                const float *q = row + (size_t)h * hd, *own_k = row + q_width + kv, *own_v = row + q_width + kv_width + kv;
+                float *o = out + n * q_width + (size_t)h * hd, max = -INFINITY;
+                size_t count = pos >= pad ? pos + 1 - pad : 0; /* a pad's own query sees no key */
+                for (size_t k = 0; k < count; k++) {
+                    size_t j = pad + k, at = j * kv_width + kv;
+                    float dot = 0.0f;
+                    for (size_t i = 0; i < hd; i++) dot += q[i] * pf__cache_value(kc, at + i, a->cache_dtype);
+                    p[k] = dot * a->scale + bias[(size_t)buckets[pos + (size_t)predict - j] * (size_t)rel_heads + head];
+                    if (p[k] > max) max = p[k];
+                }
+                if (predict) { /* its own key, at distance 0 */
+                    p[count] = pf__dot(q, own_k, hd) * a->scale + bias[(size_t)buckets[0] * (size_t)rel_heads + head];
+                    if (p[count] > max) max = p[count];
+                }
+                size_t total = count + (predict ? 1 : 0);
+                memset(o, 0, hd * sizeof(float));
+                if (!total) continue;
+                double sum = 0.0;
+                for (size_t k = 0; k < total; k++) sum += (double)(p[k] = expf(p[k] - max));
+                float inverse = (float)(1.0 / sum);
+                for (size_t k = 0; k < count; k++) {
+                    size_t at = (pad + k) * kv_width + kv;
+                    float weight = p[k] * inverse;
+                    for (size_t i = 0; i < hd; i++) o[i] += weight * pf__cache_value(vc, at + i, a->cache_dtype);
+                }
+                if (predict)
+                    for (size_t i = 0; i < hd; i++) o[i] += p[count] * inverse * own_v[i];
+            }
+        }
+    }
+}
+
 static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const int *src, int count, size_t row_bytes,
                                  size_t used_bytes) {
     unsigned char *rows = (unsigned char *)cache, *tmp = (unsigned char *)pf__cpu(r)->reorder_tmp;
@@ -25348,6 +25445,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .multiply = pf__cpu_multiply,
     .span_conv = pf__cpu_span_conv,
     .funnel_bias = pf__cpu_funnel_bias,
+    .ngram_attend = pf__cpu_ngram_attend,
     .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their
@@ -26490,6 +26588,34 @@ PF_PRIVATE int pf__cache_layer(const pf__config *c, int block) {
     return block < encoder ? c->num_layers - encoder : block - encoder;
 }
 
+/* ProphetNet's bucket of each distance 0..cache_len (a query's position minus a key's, one past it for
+   the predict stream) that the n-gram attention reads (pf__backend.ngram_attend): transformers'
+   compute_relative_buckets one way, in its fp32 and its order (max_exact added before the
+   truncation, where T5's adds it after); one table that every backend reads alike. */
+static int32_t *pf__rank_ngram_buckets(pf__rank *r) {
+    const pf__config *c = &r->group->model->config;
+    size_t count = (size_t)r->group->cache_len + 1;
+    int32_t *buckets = (int32_t *)malloc(count * sizeof(int32_t));
+    if (!buckets) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return NULL;
+    }
+    int max_exact = c->rel_buckets / 2;
+    float last = (float)(c->rel_buckets - 1), reach = (float)log((double)c->rel_max_distance / max_exact);
+    for (size_t d = 0; d < count; d++) {
+        if ((int)d < max_exact) {
+            buckets[d] = (int32_t)d;
+            continue;
+        }
+        float large = (float)max_exact + logf((float)d / (float)max_exact) / reach * (float)(c->rel_buckets - max_exact);
+        buckets[d] = (int32_t)(large < last ? large : last);
+    }
+    int32_t *table = (int32_t *)pf__rank_alloc(r, count * sizeof(int32_t));
+    if (table) r->backend->upload(r, table, buckets, count * sizeof(int32_t));
+    free(buckets);
+    return table;
+}
+
 /* A relative bias table's rank heads, transposed to [head][bucket] in fp32, on the rank; NULL
    without one (or without heads). */
 static float *pf__rank_rel_table(pf__rank *r, const pf__source *rel) {
@@ -26639,8 +26765,10 @@ static void pf__rank_slice_weights(pf__rank *r) {
         w->dtype = pf__storage_dtype(g, src, &p);
         /* slivers of the weights that stay unquantized: a router, whose logits choose the experts
            (llama.cpp's quantizer leaves ffn_gate_inp alone too), and Funnel's segment embeddings,
-           which its relative terms read value by value, not as a product */
-        if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED) && PF__QUANTIZED(w->dtype))
+           which its relative terms read value by value, not as a product; ProphetNet's n-gram
+           embeddings, read as a one-row table from their row ngram - 1 (pf__rank_ngram_tower) */
+        if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED || slot == PF__SLOT_NGRAM_EMBED) &&
+            PF__QUANTIZED(w->dtype))
             w->dtype = PF__DTYPE_F32;
         w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
         if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
@@ -26758,6 +26886,7 @@ static void pf__rank_make_tables(pf__rank *r) {
     if (c->qk_norm_l2) pf__rank_unit_gain(r, (size_t)c->head_dim);
     r->rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_REL_BIAS]);
     r->enc_rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_ENC_REL_BIAS]);
+    if (c->ngram) r->ngram_buckets = pf__rank_ngram_buckets(r);
 }
 
 /* The key/value caches (the cross-attention ones of encoder-decoders in fp32). */
@@ -26834,6 +26963,10 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
                 !r->funnel_sinusoid_host)
                 pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
         }
+    }
+    if (c->ngram) { /* ProphetNet's predict stream and a stream's relative bias projections */
+        r->ngram_x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->ngram_rel = (float *)pf__rank_alloc(r, T * (size_t)c->rel_buckets * (size_t)c->num_heads * sizeof(float));
     }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
@@ -27659,11 +27792,93 @@ static void pf__rank_stage_receive(pf__rank *r, size_t count) {
     pf__barrier(g);
 }
 
+/* ---- ProphetNet's n-gram decoder (pf__config.ngram) ------------------------------------------ */
+
+/* One ProphetNet decoder block l (post-norm) on the stream in x: n-gram self-attention, the
+   encoder's output, the MLP. The main stream (predict 0) appends its keys and values to the cache
+   first; the predict stream (1), run after it, attends to them and to its own. */
+static void pf__rank_ngram_block(pf__rank *r, const pf__step *s, const pf__tower *t, int l, pf__attn_shape *shape,
+                                 int predict) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    float eps = (float)c->norm_eps;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
+    size_t cache_layer = (size_t)(pf__cache_layer(c, l) - r->group->stage_first_layer);
+    void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
+    void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
+    shape->scale = 1.0f / sqrtf((float)c->head_dim);
+    /* attn = softmax(q k^T * scale + each query's relative bias) v; x = norm(x + attn Wo (summed) + bo) */
+    be->matmul(r, r->qkv, r->x, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]), N);
+    if (shape->heads) {
+        if (!predict) be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
+        be->matmul(r, r->ngram_rel, r->x, &L[PF__SLOT_NGRAM_REL_WEIGHT], PF__OR_NULL(L[PF__SLOT_NGRAM_REL_BIAS]), N);
+        be->ngram_attend(r, r->attn, r->qkv, r->ngram_rel, c->num_heads, r->ngram_buckets, k_cache, v_cache, s, shape,
+                         predict);
+    }
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
+    pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), N, d, eps, PF__NORM_LAYER);
+    pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
+    /* x = norm(x + act(x Win_r^T + bin_r) Wdown_r^T (summed) + bdown) */
+    pf__rank_mlp_in(r, r->mlp, r->x, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N, c->activation);
+    be->matmul(r, r->part, r->mlp, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
+    pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x, &L[PF__SLOT_MLP_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), N, d, eps, PF__NORM_LAYER);
+}
+
+/* ProphetNet's decoder tower: the main stream (the tokens' embedding, positions and norm, as any
+   decoder's) in x and the first predict stream in ngram_x (the n-gram embedding's row ngram - 1
+   plus the position table's row after the token's, as transformers' ngram_embeddings[ngram - 1] +
+   position_embeddings(position_ids + 1) for stream 0, then the same norm), each block on one
+   stream then the other; x holds the predict stream's rows at the end, whose logits
+   transformers' generate() reads. */
+static void pf__rank_ngram_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    /* the predict stream reads one position past the last token's */
+    if ((size_t)c->position_offset + 1 + (size_t)s->past + (size_t)s->seq_len > W[PF__SLOT_POSITION_EMBED].rows) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "the decoder's position %d is past its position table (%zu rows)",
+                      s->past + s->seq_len, W[PF__SLOT_POSITION_EMBED].rows);
+        return;
+    }
+    pf__rank_embed(r, s, t);
+    /* the n-gram table's row ngram - 1 as a one-row table (kept unquantized), read at row 0 for every
+       token, as the zeros the backends stage for a step without segment ids */
+    pf__weight ngram_row = W[PF__SLOT_NGRAM_EMBED];
+    ngram_row.data = (char *)ngram_row.data + (size_t)(c->ngram - 1) * ngram_row.cols * pf__dtype_size(ngram_row.dtype);
+    ngram_row.rows = 1;
+    pf__step predict_rows = *s;
+    predict_rows.ids = r->group->zero_ids;
+    be->embed(r, r->ngram_x, &ngram_row, &predict_rows, 1.0f, 0);
+    be->add_positions(r, r->ngram_x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset + 1);
+    be->norm(r, r->ngram_x, r->ngram_x, &W[PF__SLOT_EMBED_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_EMBED_NORM_BIAS]), N, d,
+             (float)c->norm_eps, PF__NORM_LAYER);
+    pf__attn_shape shape = pf__rank_attn_shape(r, t);
+    float *main_rows = r->x;
+    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) {
+        pf__rank_ngram_block(r, s, t, l, &shape, 0);
+        r->x = r->ngram_x; /* the block's ops work on x: the predict stream's rows in its place */
+        pf__rank_ngram_block(r, s, t, l, &shape, 1);
+        r->x = main_rows;
+    }
+    be->copy(r, r->x, r->ngram_x, N * d * sizeof(float));
+}
+
 /* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. With
    pipeline stages, a stage after the first starts from the stage before's x instead of the
    embedding, and one before the last sends its x on (the ranks of a stage hold the same x). */
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
+    if (r->group->model->config.ngram && t->cross) {
+        pf__rank_ngram_tower(r, s, t);
+        return;
+    }
     int staged = r->group->stages > 1;
     if (staged && r->group->stage > 0) {
         pf__rank_stage_receive(r, N * d);
@@ -28810,6 +29025,15 @@ int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, co
                               int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
                               int p2c, int position_buckets, int max_relative_positions, int span, int rel_width,
                               float scale); /* rel_width: rel_qkv's row (q | k | v, or q | k) */
+/* ProphetNet's n-gram self-attention of one stream (pf__backend.ngram_attend's math): rows n = b * T + t
+   of qkv [(heads + 2 kv_heads) * head_dim] and rel [rel_width]; head h's bias of distance d at
+   rel[n][buckets[d] * rel_heads + head_begin + h]; buckets [cache_len + 1], pads ([batch] or NULL),
+   cache rows ([batch] or NULL: b) and the step's past (past_at[0]) on the device; past checked here. */
+int pf_cuda_ngram_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *rel, int rel_heads, int rel_width,
+                         const int32_t *buckets, const void *k_cache, const void *v_cache, int cache_dtype, const int *pad,
+                         const int *rows, int batch, int T, int past, const int *past_at, int heads, int kv_heads,
+                         int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, float scale,
+                         int predict);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);
@@ -29061,7 +29285,9 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
     rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
-    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data)
+    /* segment ids (zeros without them), which ProphetNet's predict stream reads too (row 0 of its one-row n-gram table) */
+    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data ||
+        g->model->config.ngram)
         rs->type_ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     if (g->model->config.local_attention) rs->global_tokens = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
@@ -29911,6 +30137,20 @@ static void pf__cuda_disentangled_bias(pf__rank *r, float *out, const float *qkv
                                              c->share_att_key ? q_width + 2 * kv_width : q_width + kv_width, a->scale));
 }
 
+static void pf__cuda_ngram_attend(pf__rank *r, float *out, const float *qkv, const float *rel, int rel_heads,
+                                  const int32_t *buckets, const void *k_cache, const void *v_cache, const pf__step *s,
+                                  const pf__attn_shape *a, int predict) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !a->heads) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    const int *rows = r->error ? NULL : pf__cuda_cache_rows(r, rs, s);
+    if (r->error) return;
+    pf__cuda_ok(r, pf_cuda_ngram_attend(rs->cu, out, qkv, rel, rel_heads, a->rel_buckets * rel_heads, buckets, k_cache,
+                                        v_cache, pf__cuda_dtype(a->cache_dtype), pad, rows, s->batch, s->seq_len, s->past,
+                                        rs->step_ints, a->heads, a->kv_heads, a->head_dim, a->head_begin, a->kv_begin,
+                                        a->kv_group, a->cache_len, a->scale, predict));
+}
+
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
    src[i] (host), for the first used_bytes of each row. Nothing moves when every row keeps its
    own; otherwise src goes to the device (pf__cuda_stage_ints: once per reorder job, as every
@@ -30141,6 +30381,7 @@ static const pf__backend pf__cuda_table = {
     .gather_rows = pf__cuda_gather_rows,
     .depthwise_conv = pf__cuda_depthwise_conv,
     .funnel_bias = pf__cuda_funnel_bias,
+    .ngram_attend = pf__cuda_ngram_attend,
     .multiply = pf__cuda_multiply,
     .span_conv = pf__cuda_span_conv,
     .scatter_add_rows = pf__cuda_scatter_add_rows,
@@ -30255,6 +30496,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     const char *family_ops = c->conv_kernel && (!backend->depthwise_conv || !backend->multiply || !backend->span_conv)
                                  ? "ConvBERT's span-based dynamic convolution"
                              : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
+                             : c->ngram && !backend->ngram_attend ? "ProphetNet's n-gram self-attention"
                                                                                              : NULL;
     if (family_ops)
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "%s has no kernels on the %s backend",

@@ -1997,6 +1997,18 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         pf_result r = pf__config_span_conv(path, cfg, message, size);
         if (r) return r;
     }
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, ngram)), "(derived)")) { /* ProphetNet */
+        /* the buckets below max_exact = num_buckets / 2 are exact, the others log-scaled up to
+           relative_max_distance, which must lie beyond max_exact (transformers divides by its log) */
+        if (cfg->ngram < 1 || cfg->ngram > 1000)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d is not a number of predicted tokens", path,
+                              pf__config_key(cfg->arch, offsetof(pf__config, ngram)), cfg->ngram);
+        if (cfg->rel_buckets < 2 || cfg->rel_buckets > 4096 || cfg->rel_max_distance <= cfg->rel_buckets / 2 ||
+            cfg->rel_max_distance > (1 << 24))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" %d and \"%s\" %d do not make relative buckets", path,
+                              pf__config_key(cfg->arch, offsetof(pf__config, rel_buckets)), cfg->rel_buckets,
+                              pf__config_key(cfg->arch, offsetof(pf__config, rel_max_distance)), cfg->rel_max_distance);
+    }
     if (cfg->multi_query >= 0 && !cfg->grouped_qkv) cfg->num_kv_heads = cfg->multi_query ? 1 : cfg->num_heads;
     if (cfg->num_kv_heads == 0) cfg->num_kv_heads = cfg->num_heads;
     if (cfg->grouped_qkv && !cfg->parallel_residual) /* transformers builds norms its forward does not use */

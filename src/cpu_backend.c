@@ -4050,6 +4050,61 @@ static void pf__cpu_attend(pf__rank *r, float *out, const float *qkv, const void
     }
 }
 
+/* Value i of a cache row as it stores them (fp32, fp16 or bf16). */
+static inline float pf__cache_value(const void *row, size_t i, pf__dtype dt) {
+    if (dt == PF__DTYPE_F32) return ((const float *)row)[i];
+    uint16_t half = ((const uint16_t *)row)[i];
+    return dt == PF__DTYPE_F16 ? pf__f16_to_f32(half) : pf__bf16_to_f32(half);
+}
+
+static void pf__cpu_ngram_attend(pf__rank *r, float *out, const float *qkv, const float *rel, int rel_heads,
+                                 const int32_t *buckets, const void *k_cache, const void *v_cache, const pf__step *s,
+                                 const pf__attn_shape *a, int predict) {
+    size_t hd = (size_t)a->head_dim, q_width = (size_t)a->heads * hd, kv_width = (size_t)a->kv_heads * hd;
+    size_t row_width = q_width + 2 * kv_width, T = (size_t)s->seq_len, rel_width = (size_t)a->rel_buckets * rel_heads;
+    size_t esize = pf__dtype_size(a->cache_dtype);
+    float *p = pf__cpu(r)->scores; /* a query's keys and its own: cache_len + 1 at most, within its rows */
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t cache_row = s->cache_rows ? (size_t)s->cache_rows[b] : b, pad = s->pad ? (size_t)s->pad[b] : 0;
+        const char *kc = (const char *)k_cache + cache_row * (size_t)a->cache_len * kv_width * esize;
+        const char *vc = (const char *)v_cache + cache_row * (size_t)a->cache_len * kv_width * esize;
+        for (size_t t = 0; t < T; t++) {
+            size_t n = b * T + t, pos = (size_t)s->past + t;
+            const float *row = qkv + n * row_width, *bias = rel + n * rel_width;
+            for (int h = 0; h < a->heads; h++) {
+                size_t kv = (size_t)((a->head_begin + h) / a->kv_group - a->kv_begin) * hd, head = (size_t)(a->head_begin + h);
+                const float *q = row + (size_t)h * hd, *own_k = row + q_width + kv, *own_v = row + q_width + kv_width + kv;
+                float *o = out + n * q_width + (size_t)h * hd, max = -INFINITY;
+                size_t count = pos >= pad ? pos + 1 - pad : 0; /* a pad's own query sees no key */
+                for (size_t k = 0; k < count; k++) {
+                    size_t j = pad + k, at = j * kv_width + kv;
+                    float dot = 0.0f;
+                    for (size_t i = 0; i < hd; i++) dot += q[i] * pf__cache_value(kc, at + i, a->cache_dtype);
+                    p[k] = dot * a->scale + bias[(size_t)buckets[pos + (size_t)predict - j] * (size_t)rel_heads + head];
+                    if (p[k] > max) max = p[k];
+                }
+                if (predict) { /* its own key, at distance 0 */
+                    p[count] = pf__dot(q, own_k, hd) * a->scale + bias[(size_t)buckets[0] * (size_t)rel_heads + head];
+                    if (p[count] > max) max = p[count];
+                }
+                size_t total = count + (predict ? 1 : 0);
+                memset(o, 0, hd * sizeof(float));
+                if (!total) continue;
+                double sum = 0.0;
+                for (size_t k = 0; k < total; k++) sum += (double)(p[k] = expf(p[k] - max));
+                float inverse = (float)(1.0 / sum);
+                for (size_t k = 0; k < count; k++) {
+                    size_t at = (pad + k) * kv_width + kv;
+                    float weight = p[k] * inverse;
+                    for (size_t i = 0; i < hd; i++) o[i] += weight * pf__cache_value(vc, at + i, a->cache_dtype);
+                }
+                if (predict)
+                    for (size_t i = 0; i < hd; i++) o[i] += p[count] * inverse * own_v[i];
+            }
+        }
+    }
+}
+
 static void pf__cpu_reorder_rows(pf__rank *r, void *cache, const int *dst, const int *src, int count, size_t row_bytes,
                                  size_t used_bytes) {
     unsigned char *rows = (unsigned char *)cache, *tmp = (unsigned char *)pf__cpu(r)->reorder_tmp;
@@ -4438,6 +4493,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .multiply = pf__cpu_multiply,
     .span_conv = pf__cpu_span_conv,
     .funnel_bias = pf__cpu_funnel_bias,
+    .ngram_attend = pf__cpu_ngram_attend,
     .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
        residual, norm and biases run as separate passes over host memory, the GEMMs add their

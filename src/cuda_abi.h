@@ -198,6 +198,15 @@ int pf_cuda_disentangled_bias(pf_cuda_rank *st, float *out, const float *qkv, co
                               int heads, int kv_heads, int head_dim, int head_begin, int kv_begin, int kv_group, int c2p,
                               int p2c, int position_buckets, int max_relative_positions, int span, int rel_width,
                               float scale); /* rel_width: rel_qkv's row (q | k | v, or q | k) */
+/* ProphetNet's n-gram self-attention of one stream (pf__backend.ngram_attend's math): rows n = b * T + t
+   of qkv [(heads + 2 kv_heads) * head_dim] and rel [rel_width]; head h's bias of distance d at
+   rel[n][buckets[d] * rel_heads + head_begin + h]; buckets [cache_len + 1], pads ([batch] or NULL),
+   cache rows ([batch] or NULL: b) and the step's past (past_at[0]) on the device; past checked here. */
+int pf_cuda_ngram_attend(pf_cuda_rank *st, float *out, const float *qkv, const float *rel, int rel_heads, int rel_width,
+                         const int32_t *buckets, const void *k_cache, const void *v_cache, int cache_dtype, const int *pad,
+                         const int *rows, int batch, int T, int past, const int *past_at, int heads, int kv_heads,
+                         int head_dim, int head_begin, int kv_begin, int kv_group, int cache_len, float scale,
+                         int predict);
 int pf_cuda_reorder_rows(pf_cuda_rank *st, void *cache, void *scratch, const int *dst, const int *src, int count,
                          size_t row_bytes, size_t used_bytes);
 int pf_cuda_nccl_create(int n, const int *devices, void **comms, char *message, size_t size);

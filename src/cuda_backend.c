@@ -286,7 +286,9 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
     rs->pad_host = (int *)malloc(batch * sizeof(int));
     rs->cache_rows = (int *)pf__rank_alloc(r, batch * sizeof(int));
-    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data)
+    /* segment ids (zeros without them), which ProphetNet's predict stream reads too (row 0 of its one-row n-gram table) */
+    if (g->model->sources[PF__SLOT_TOKEN_TYPE_EMBED].data || g->model->sources[PF__SLOT_ENC_TOKEN_TYPE_EMBED].data ||
+        g->model->config.ngram)
         rs->type_ids = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     if (g->model->config.local_attention) rs->global_tokens = (int32_t *)pf__rank_alloc(r, T * sizeof(int32_t));
     rs->cache_rows_host = (int *)malloc(batch * sizeof(int));
@@ -1136,6 +1138,20 @@ static void pf__cuda_disentangled_bias(pf__rank *r, float *out, const float *qkv
                                              c->share_att_key ? q_width + 2 * kv_width : q_width + kv_width, a->scale));
 }
 
+static void pf__cuda_ngram_attend(pf__rank *r, float *out, const float *qkv, const float *rel, int rel_heads,
+                                  const int32_t *buckets, const void *k_cache, const void *v_cache, const pf__step *s,
+                                  const pf__attn_shape *a, int predict) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !a->heads) return;
+    const int *pad = pf__cuda_pads(r, rs, s);
+    const int *rows = r->error ? NULL : pf__cuda_cache_rows(r, rs, s);
+    if (r->error) return;
+    pf__cuda_ok(r, pf_cuda_ngram_attend(rs->cu, out, qkv, rel, rel_heads, a->rel_buckets * rel_heads, buckets, k_cache,
+                                        v_cache, pf__cuda_dtype(a->cache_dtype), pad, rows, s->batch, s->seq_len, s->past,
+                                        rs->step_ints, a->heads, a->kv_heads, a->head_dim, a->head_begin, a->kv_begin,
+                                        a->kv_group, a->cache_len, a->scale, predict));
+}
+
 /* Beam search, per layer for the K and V caches: row i of cache [rows][row_bytes] becomes old row
    src[i] (host), for the first used_bytes of each row. Nothing moves when every row keeps its
    own; otherwise src goes to the device (pf__cuda_stage_ints: once per reorder job, as every
@@ -1366,6 +1382,7 @@ static const pf__backend pf__cuda_table = {
     .gather_rows = pf__cuda_gather_rows,
     .depthwise_conv = pf__cuda_depthwise_conv,
     .funnel_bias = pf__cuda_funnel_bias,
+    .ngram_attend = pf__cuda_ngram_attend,
     .multiply = pf__cuda_multiply,
     .span_conv = pf__cuda_span_conv,
     .scatter_add_rows = pf__cuda_scatter_add_rows,

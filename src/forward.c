@@ -703,11 +703,93 @@ static void pf__rank_stage_receive(pf__rank *r, size_t count) {
     pf__barrier(g);
 }
 
+/* ---- ProphetNet's n-gram decoder (pf__config.ngram) ------------------------------------------ */
+
+/* One ProphetNet decoder block l (post-norm) on the stream in x: n-gram self-attention, the
+   encoder's output, the MLP. The main stream (predict 0) appends its keys and values to the cache
+   first; the predict stream (1), run after it, attends to them and to its own. */
+static void pf__rank_ngram_block(pf__rank *r, const pf__step *s, const pf__tower *t, int l, pf__attn_shape *shape,
+                                 int predict) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    float eps = (float)c->norm_eps;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t cache_stride = pf__rank_cache_layer(r) * pf__dtype_size(r->cache_dtype); /* one layer's cache, in bytes */
+    size_t cache_layer = (size_t)(pf__cache_layer(c, l) - r->group->stage_first_layer);
+    void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
+    void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
+    shape->scale = 1.0f / sqrtf((float)c->head_dim);
+    /* attn = softmax(q k^T * scale + each query's relative bias) v; x = norm(x + attn Wo (summed) + bo) */
+    be->matmul(r, r->qkv, r->x, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]), N);
+    if (shape->heads) {
+        if (!predict) be->kv_append(r, k_cache, v_cache, r->qkv, s, shape);
+        be->matmul(r, r->ngram_rel, r->x, &L[PF__SLOT_NGRAM_REL_WEIGHT], PF__OR_NULL(L[PF__SLOT_NGRAM_REL_BIAS]), N);
+        be->ngram_attend(r, r->attn, r->qkv, r->ngram_rel, c->num_heads, r->ngram_buckets, k_cache, v_cache, s, shape,
+                         predict);
+    }
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the attention output's all-reduce");
+    pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), r->x, &L[PF__SLOT_ATTN_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), N, d, eps, PF__NORM_LAYER);
+    pf__rank_cross_attention(r, s, L, l - t->first_block, shape);
+    /* x = norm(x + act(x Win_r^T + bin_r) Wdown_r^T (summed) + bdown) */
+    pf__rank_mlp_in(r, r->mlp, r->x, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), N, c->activation);
+    be->matmul(r, r->part, r->mlp, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the MLP output's all-reduce");
+    pf__rank_residual_norm(r, r->x, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), r->x, &L[PF__SLOT_MLP_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), N, d, eps, PF__NORM_LAYER);
+}
+
+/* ProphetNet's decoder tower: the main stream (the tokens' embedding, positions and norm, as any
+   decoder's) in x and the first predict stream in ngram_x (the n-gram embedding's row ngram - 1
+   plus the position table's row after the token's, as transformers' ngram_embeddings[ngram - 1] +
+   position_embeddings(position_ids + 1) for stream 0, then the same norm), each block on one
+   stream then the other; x holds the predict stream's rows at the end, whose logits
+   transformers' generate() reads. */
+static void pf__rank_ngram_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    /* the predict stream reads one position past the last token's */
+    if ((size_t)c->position_offset + 1 + (size_t)s->past + (size_t)s->seq_len > W[PF__SLOT_POSITION_EMBED].rows) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "the decoder's position %d is past its position table (%zu rows)",
+                      s->past + s->seq_len, W[PF__SLOT_POSITION_EMBED].rows);
+        return;
+    }
+    pf__rank_embed(r, s, t);
+    /* the n-gram table's row ngram - 1 as a one-row table (kept unquantized), read at row 0 for every
+       token, as the zeros the backends stage for a step without segment ids */
+    pf__weight ngram_row = W[PF__SLOT_NGRAM_EMBED];
+    ngram_row.data = (char *)ngram_row.data + (size_t)(c->ngram - 1) * ngram_row.cols * pf__dtype_size(ngram_row.dtype);
+    ngram_row.rows = 1;
+    pf__step predict_rows = *s;
+    predict_rows.ids = r->group->zero_ids;
+    be->embed(r, r->ngram_x, &ngram_row, &predict_rows, 1.0f, 0);
+    be->add_positions(r, r->ngram_x, &W[PF__SLOT_POSITION_EMBED], s, c->position_offset + 1);
+    be->norm(r, r->ngram_x, r->ngram_x, &W[PF__SLOT_EMBED_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_EMBED_NORM_BIAS]), N, d,
+             (float)c->norm_eps, PF__NORM_LAYER);
+    pf__attn_shape shape = pf__rank_attn_shape(r, t);
+    float *main_rows = r->x;
+    for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) {
+        pf__rank_ngram_block(r, s, t, l, &shape, 0);
+        r->x = r->ngram_x; /* the block's ops work on x: the predict stream's rows in its place */
+        pf__rank_ngram_block(r, s, t, l, &shape, 1);
+        r->x = main_rows;
+    }
+    be->copy(r, r->x, r->ngram_x, N * d * sizeof(float));
+}
+
 /* A tower's stages on the step's tokens: the embedding, then its blocks; x holds the result. With
    pipeline stages, a stage after the first starts from the stage before's x instead of the
    embedding, and one before the last sends its x on (the ranks of a stage hold the same x). */
 static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)r->group->model->config.hidden_size;
+    if (r->group->model->config.ngram && t->cross) {
+        pf__rank_ngram_tower(r, s, t);
+        return;
+    }
     int staged = r->group->stages > 1;
     if (staged && r->group->stage > 0) {
         pf__rank_stage_receive(r, N * d);

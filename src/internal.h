@@ -356,6 +356,8 @@ typedef enum {
     PF__SLOT_VISUAL_PROJECTION_BIAS,   /* [hidden] */
     PF__SLOT_VISUAL_TOKEN_TYPE_EMBED,  /* [type_vocab_size, hidden] */
     PF__SLOT_VISUAL_POSITION_EMBED,    /* [max_positions, hidden] */
+    /* ProphetNet's decoder (pf__config.ngram > 0): the predict stream's input, in place of a token's */
+    PF__SLOT_NGRAM_EMBED,           /* [ngram, hidden]: the first predict stream adds row ngram - 1 */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -519,6 +521,10 @@ typedef enum {
     PF__SLOT_FUNNEL_R_R_BIAS,       /* [Q]: the query's bias for the position term */
     PF__SLOT_FUNNEL_R_S_BIAS,       /* [Q]: the query's bias for the segment term */
     PF__SLOT_FUNNEL_SEG_EMBED,      /* [2, Q]: each head's vectors of a key in another segment (row 0) or the query's (row 1) */
+    /* ProphetNet's n-gram self-attention (pf__config.ngram > 0): each query's own relative bias per
+       bucket and head, a projection of its row (relative_pos_embeddings), whole on every rank: */
+    PF__SLOT_NGRAM_REL_WEIGHT,      /* [rel_buckets * heads, hidden]: output bucket * heads + head */
+    PF__SLOT_NGRAM_REL_BIAS,        /* [rel_buckets * heads] */
     /* Built on each rank by stacking the slices above (see pf__stacks), never read from files: */
     PF__SLOT_QKV_WEIGHT,       /* [q_r | k_r | v_r, hidden]: one matmul for the rank's heads */
     PF__SLOT_QKV_BIAS,
@@ -1045,6 +1051,13 @@ typedef struct pf__config {
        next, itself and previous (zeros beyond the row) joined before project_in (trigram_input);
        the LM head joined from the embedding and PF__SLOT_LM_HEAD_EXTRA (lm_head_extra) */
     int bottleneck_width, stacked_ffns, elementwise_norm, trigram_input, lm_head_extra;
+    /* ProphetNet: > 0, the decoder runs a main stream (the tokens) and the first of its ngram predict
+       streams (each position's input PF__SLOT_NGRAM_EMBED's row ngram - 1 plus the position table's
+       row after the token's), whose rows give the logits; its self-attention is pf__backend.ngram_attend
+       with each query's relative bias projected from its row (PF__SLOT_NGRAM_REL_*), bucketed by
+       rel_buckets and rel_max_distance. The other predict streams reach no logit that generation
+       reads (transformers' logits_ngram): not computed. */
+    int ngram;
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -1908,6 +1921,16 @@ typedef struct pf__backend {
     void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
                         const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
                         const struct pf__funnel_shape *f);
+    /* ProphetNet's n-gram self-attention of one stream's rows (NULL: a backend without it; ProphetNet
+       is refused on it): query row n = b * T + t (q from the qkv rows) at position p = past + t sees
+       the cached keys j of its sequence, its left pads excepted, up to p, scored q.k_j * a->scale +
+       rel[n][buckets[p + predict - j] * rel_heads + a->head_begin + h] for local head h (rel: its
+       rows' projections for every head, rel_heads of them; buckets: [cache_len + 1], the bucket of
+       each distance); predict 1 (the first predict stream): also the row's own key and value (the k
+       and v of its qkv row), at distance 0. out[n] = softmax(scores) v per head, [heads * head_dim]. */
+    void (*ngram_attend)(pf__rank *r, float *out, const float *qkv, const float *rel, int rel_heads,
+                         const int32_t *buckets, const void *k_cache, const void *v_cache, const pf__step *s,
+                         const pf__attn_shape *a, int predict);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -1943,6 +1966,7 @@ struct pf__rank {
     pf__weight unit_gain;     /* [head_dim] of 1: the gain of a qk-norm without tensors (qk_norm_l2); data NULL otherwise */
     float *rel_bias;          /* [heads][rel rows]: the rank's heads of the relative bias table, or NULL */
     float *enc_rel_bias;      /* the same of an encoder-decoder's encoder tower */
+    int32_t *ngram_buckets;   /* ProphetNet: [cache_len + 1], the relative bucket of each distance, or NULL */
     void *k_cache, *v_cache;  /* [pf__cache_layers][max_batch][cache_len][kv_heads * head_dim] in cache_dtype;
                                  latent attention: k_cache alone, of pf__rank_cache_width values a position */
     pf__dtype cache_dtype;
@@ -1982,6 +2006,9 @@ struct pf__rank {
     float *router, *expert_in, *expert_out, *expert_mid, *expert_act;
     struct pf__routing *routing; /* host: the step's routing (src/moe.c), or NULL; owned */
     int32_t *trigram_rows; /* host [3 max_tokens]: MobileBERT's trigram gather (pf__rank_trigrams), or NULL; owned */
+    /* ProphetNet (pf__config.ngram > 0): the predict stream's rows [max_tokens][hidden], and a
+       stream's relative bias projections [max_tokens][rel_buckets * heads] */
+    float *ngram_x, *ngram_rel;
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
     float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */

@@ -448,6 +448,34 @@ PF_PRIVATE int pf__cache_layer(const pf__config *c, int block) {
     return block < encoder ? c->num_layers - encoder : block - encoder;
 }
 
+/* ProphetNet's bucket of each distance 0..cache_len (a query's position minus a key's, one past it for
+   the predict stream) that the n-gram attention reads (pf__backend.ngram_attend): transformers'
+   compute_relative_buckets one way, in its fp32 and its order (max_exact added before the
+   truncation, where T5's adds it after); one table that every backend reads alike. */
+static int32_t *pf__rank_ngram_buckets(pf__rank *r) {
+    const pf__config *c = &r->group->model->config;
+    size_t count = (size_t)r->group->cache_len + 1;
+    int32_t *buckets = (int32_t *)malloc(count * sizeof(int32_t));
+    if (!buckets) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return NULL;
+    }
+    int max_exact = c->rel_buckets / 2;
+    float last = (float)(c->rel_buckets - 1), reach = (float)log((double)c->rel_max_distance / max_exact);
+    for (size_t d = 0; d < count; d++) {
+        if ((int)d < max_exact) {
+            buckets[d] = (int32_t)d;
+            continue;
+        }
+        float large = (float)max_exact + logf((float)d / (float)max_exact) / reach * (float)(c->rel_buckets - max_exact);
+        buckets[d] = (int32_t)(large < last ? large : last);
+    }
+    int32_t *table = (int32_t *)pf__rank_alloc(r, count * sizeof(int32_t));
+    if (table) r->backend->upload(r, table, buckets, count * sizeof(int32_t));
+    free(buckets);
+    return table;
+}
+
 /* A relative bias table's rank heads, transposed to [head][bucket] in fp32, on the rank; NULL
    without one (or without heads). */
 static float *pf__rank_rel_table(pf__rank *r, const pf__source *rel) {
@@ -597,8 +625,10 @@ static void pf__rank_slice_weights(pf__rank *r) {
         w->dtype = pf__storage_dtype(g, src, &p);
         /* slivers of the weights that stay unquantized: a router, whose logits choose the experts
            (llama.cpp's quantizer leaves ffn_gate_inp alone too), and Funnel's segment embeddings,
-           which its relative terms read value by value, not as a product */
-        if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED) && PF__QUANTIZED(w->dtype))
+           which its relative terms read value by value, not as a product; ProphetNet's n-gram
+           embeddings, read as a one-row table from their row ngram - 1 (pf__rank_ngram_tower) */
+        if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED || slot == PF__SLOT_NGRAM_EMBED) &&
+            PF__QUANTIZED(w->dtype))
             w->dtype = PF__DTYPE_F32;
         w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
         if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
@@ -716,6 +746,7 @@ static void pf__rank_make_tables(pf__rank *r) {
     if (c->qk_norm_l2) pf__rank_unit_gain(r, (size_t)c->head_dim);
     r->rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_REL_BIAS]);
     r->enc_rel_bias = pf__rank_rel_table(r, &m->sources[PF__SLOT_ENC_REL_BIAS]);
+    if (c->ngram) r->ngram_buckets = pf__rank_ngram_buckets(r);
 }
 
 /* The key/value caches (the cross-attention ones of encoder-decoders in fp32). */
@@ -792,6 +823,10 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
                 !r->funnel_sinusoid_host)
                 pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
         }
+    }
+    if (c->ngram) { /* ProphetNet's predict stream and a stream's relative bias projections */
+        r->ngram_x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->ngram_rel = (float *)pf__rank_alloc(r, T * (size_t)c->rel_buckets * (size_t)c->num_heads * sizeof(float));
     }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));

@@ -322,6 +322,12 @@ int pf_cuda_attend(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     X(int, c2p) X(int, p2c) X(int, position_buckets) X(int, max_relative_positions) X(int, span) X(int, rel_width) \
     X(float, scale)
 TAPED(disentangled_bias, DISENTANGLED_BIAS_ARGS, 0)
+#define NGRAM_ATTEND_ARGS(X) X(float *, out) X(const float *, qkv) X(const float *, rel) X(int, rel_heads) \
+    X(int, rel_width) X(const int32_t *, buckets) X(const void *, kc) X(const void *, vc) X(int, cache_dtype) \
+    X(const int *, pad) X(const int *, cache_rows) X(int, batch) X(int, T) X(int, past) X(const int *, past_at) \
+    X(int, heads) X(int, kv_heads) X(int, hd) X(int, head_begin) X(int, kv_begin) X(int, kv_group) X(int, cache_len) \
+    X(float, scale) X(int, predict)
+TAPED(ngram_attend, NGRAM_ATTEND_ARGS, 0)
 #define REORDER_ROWS_ARGS(X) X(void *, cache_) X(void *, scratch_) X(const int *, dst) X(const int *, src) \
     X(int, rows) X(size_t, row_bytes) X(size_t, used)
 TAPED(reorder_rows, REORDER_ROWS_ARGS, 0)
@@ -1377,6 +1383,64 @@ static int disentangled_row(int distance, int position_buckets, int max_relative
     }
     int row = bucket + span;
     return row < 0 ? 0 : row > 2 * span - 1 ? 2 * span - 1 : row;
+}
+
+/* kernels.cu's pf_ngram_attend_kernel: per (query row, head) the keys' scores (the predict stream's
+   own key last), their max and sum, then each output value a sum over the keys in order, fp32. */
+static int ngram_attend_live(pf_cuda_rank *st, float *out, const float *qkv, const float *rel, int rel_heads, int rel_width,
+                             const int32_t *buckets, const void *kc, const void *vc, int cache_dtype, const int *pad,
+                             const int *cache_rows, int batch, int T, int past, const int *past_at, int heads, int kv_heads,
+                             int hd, int head_begin, int kv_begin, int kv_group, int cache_len, float scale, int predict) {
+    if (batch <= 0 || T <= 0 || heads <= 0) return 0;
+    if (kv_group <= 0 || past < 0 || past + T > cache_len || !past_at || !buckets ||
+        ((size_t)cache_len + 1) * sizeof(float) > 48 * 1024) {
+        snprintf(st->message, sizeof st->message, "pf_cuda_ngram_attend failed: bad shape or positions (mock)");
+        return 1;
+    }
+    NEED(past_at, 4);
+    past = *past_at;
+    size_t rows = (size_t)batch * T, q_width = (size_t)heads * hd, kv_width = (size_t)kv_heads * hd;
+    size_t row_width = q_width + 2 * kv_width;
+    NEED(out, rows * q_width * 4);
+    NEED(qkv, rows * row_width * 4);
+    NEED(rel, rows * (size_t)rel_width * 4);
+    NEED(buckets, ((size_t)cache_len + 1) * 4);
+    NEED(kc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
+    NEED(vc, cache_rows_needed(cache_rows, batch) * cache_len * kv_width * dsize(cache_dtype));
+    if (pad) NEED(pad, (size_t)batch * sizeof(int));
+    float *p = malloc(((size_t)cache_len + 1) * sizeof(float));
+    if (!p) return 1;
+    for (size_t n = 0; n < rows; n++)
+        for (int h = 0; h < heads; h++) {
+            int b = (int)(n / (size_t)T), t = (int)(n % (size_t)T), first = pad ? pad[b] : 0, pos = past + t;
+            int count = pos >= first ? pos + 1 - first : 0, total = count + (predict ? 1 : 0);
+            size_t kv = (size_t)((head_begin + h) / kv_group - kv_begin) * hd, head = (size_t)(head_begin + h);
+            size_t cache_row = cache_rows ? (size_t)cache_rows[b] : (size_t)b, base = cache_row * cache_len * kv_width + kv;
+            const float *q = qkv + n * row_width + (size_t)h * hd, *own_k = qkv + n * row_width + q_width + kv;
+            const float *own_v = own_k + kv_width, *bias = rel + n * (size_t)rel_width;
+            float most = -INFINITY, sum = 0.0f, *o = out + n * q_width + (size_t)h * hd;
+            for (int k = 0; k < total; k++) {
+                float dot = 0.0f;
+                int distance = 0;
+                if (k < count) {
+                    distance = pos + predict - (first + k);
+                    for (int i = 0; i < hd; i++) dot += q[i] * ld(kc, cache_dtype, base + (size_t)(first + k) * kv_width + (size_t)i);
+                } else {
+                    for (int i = 0; i < hd; i++) dot += q[i] * own_k[i];
+                }
+                p[k] = dot * scale + bias[(size_t)buckets[distance] * (size_t)rel_heads + head];
+                most = fmaxf(most, p[k]);
+            }
+            for (int k = 0; k < total; k++) sum += (p[k] = expf(p[k] - most));
+            for (int i = 0; i < hd; i++) {
+                float acc = 0.0f;
+                for (int k = 0; k < count; k++) acc += p[k] * ld(vc, cache_dtype, base + (size_t)(first + k) * kv_width + (size_t)i);
+                if (predict) acc += p[count] * own_v[i];
+                o[i] = total ? acc / sum : 0.0f;
+            }
+        }
+    free(p);
+    return 0;
 }
 
 /* kernels.cu's pf_disentangled_bias_kernel: one (query row, head) at a time, a key per thread. */

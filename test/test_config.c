@@ -356,6 +356,31 @@ static void test_layoutlm_refusals(void) {
                 "\"position_embedding_type\" other than a name is not supported");
 }
 
+/* ProphetNet: ProphetNetForCausalLM (is_decoder: the decoder alone), a decoder without
+   cross-attention, a pad id other than 0 (transformers' cached decoding, generate()'s, fails its
+   position check with one), no predicted token and buckets reaching no further than their exact
+   range are refused by name; eps and disable_ngram_loss, which weigh the training loss alone, load. */
+static void test_prophetnet_refusals(void) {
+    static const struct { const char *from, *to; pf_result want; const char *message; } cases[] = {
+        {"\"is_decoder\": false", "\"is_decoder\": true", PF_ERROR_UNSUPPORTED, "\"is_decoder\" = 1 is not supported"},
+        {"\"add_cross_attention\": true", "\"add_cross_attention\": false", PF_ERROR_UNSUPPORTED,
+         "\"add_cross_attention\" = 0 is not supported"},
+        {"\"pad_token_id\": 0", "\"pad_token_id\": 3", PF_ERROR_UNSUPPORTED, "\"pad_token_id\" = 3 is not supported"},
+        {"\"ngram\": 3", "\"ngram\": 0", PF_ERROR_FORMAT, "\"ngram\" 0 is not a number of predicted tokens"},
+        {"\"relative_max_distance\": 16", "\"relative_max_distance\": 4", PF_ERROR_FORMAT,
+         "\"num_buckets\" 8 and \"relative_max_distance\" 4 do not make relative buckets"},
+        {"\"eps\": 0.0", "\"eps\": 0.1", PF_OK, NULL},
+        {"\"disable_ngram_loss\": false", "\"disable_ngram_loss\": true", PF_OK, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture("prophetnet-s2s")) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        char what[160];
+        snprintf(what, sizeof what, "ProphetNet with %s", cases[i].to);
+        pf_free(expect_load(what, NULL, cases[i].want, cases[i].message));
+    }
+}
+
 /* Longformer's attention_window: one even number above 0 for every layer, or a list of one a
    layer (LED: an encoder layer; transformers asserts the same); anything else refused naming the key. */
 static void test_longformer_refusals(void) {
@@ -1543,6 +1568,7 @@ void test_config(void) {
     test_layoutlm_refusals();
     test_visual_bert_refusals();
     test_longformer_refusals();
+    test_prophetnet_refusals();
     test_mobilebert_refusals();
     test_fused_families();
     test_other_formats();

@@ -799,7 +799,7 @@ static void test_speech2text(void) {
 void test_seq2seq(void) {
     static const char *const fixtures[] = {"t5-s2s", "t5v11-s2s", "bart-s2s", "mbart-s2s", "blenderbot-s2s", "blenderbot-small-s2s", "marian-s2s", "marian-separate-s2s", "pegasus-s2s",
                                               "m2m100-s2s", "mt5-s2s", "fsmt-s2s", "bert2bert-s2s", "bert-generation-s2s",
-                                              "roberta2roberta-s2s", "led-s2s"};
+                                              "roberta2roberta-s2s", "led-s2s", "prophetnet-s2s", "xlm-prophetnet-s2s"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_seq2seq_fixture(fixtures[i]);
     test_text_fixture("t5-text-s2s");
     test_text_fixture("bart-text-s2s");
