@@ -14,6 +14,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_POS_QK_BIAS, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS}, 2},
     {PF__SLOT_QKV_GLOBAL_WEIGHT, {PF__SLOT_Q_GLOBAL_WEIGHT, PF__SLOT_K_GLOBAL_WEIGHT, PF__SLOT_V_GLOBAL_WEIGHT}, 3},
     {PF__SLOT_QKV_GLOBAL_BIAS, {PF__SLOT_Q_GLOBAL_BIAS, PF__SLOT_K_GLOBAL_BIAS, PF__SLOT_V_GLOBAL_BIAS}, 3},
+    {PF__SLOT_ENTITY_Q_WEIGHT, {PF__SLOT_W2E_Q_WEIGHT, PF__SLOT_E2W_Q_WEIGHT, PF__SLOT_E2E_Q_WEIGHT}, 3},
+    {PF__SLOT_ENTITY_Q_BIAS, {PF__SLOT_W2E_Q_BIAS, PF__SLOT_E2W_Q_BIAS, PF__SLOT_E2E_Q_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -1989,6 +1991,11 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, entity_vocab_size)), "(derived)") &&
+        (cfg->entity_vocab_size < 1 || cfg->entity_vocab_size > 100000000 || cfg->entity_emb_size < 1 ||
+         cfg->entity_emb_size > 1000000)) /* LUKE */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"entity_vocab_size\" %d and \"entity_emb_size\" %d are not "
+                          "sizes", path, cfg->entity_vocab_size, cfg->entity_emb_size);
     if (!cfg->shared_vocab && cfg->decoder_vocab_size > 0) { /* Marian's own target vocabulary */
         cfg->src_vocab_size = cfg->vocab_size;
         cfg->vocab_size = cfg->decoder_vocab_size;
