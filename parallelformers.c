@@ -833,6 +833,9 @@ typedef struct pf__config {
     int entity_emb_size;            /* LUKE: the entity table's width (projected to hidden when it differs) */
     int entity_aware_attention;     /* LUKE's use_entity_aware_attention: words' and entities' own queries for
                                        each other's keys (PF__SLOT_ENTITY_Q_*) */
+    int classify_entities;          /* LUKE's heads on entities: the sequence classifier reads each row's first
+                                       entity's state (1), or its first two's side by side (2: entity pairs),
+                                       not the pooled output; 0: neither */
     int classify_before_last_token; /* 1: the sequence classifier reads the state of each row's text token before
                                        its last (VisualBERT's VQA head: transformers' attention_mask.sum(1) - 2,
                                        the token before [SEP]), not the pooled output */
@@ -5243,6 +5246,19 @@ static pf_result pf__config_region_head(const pf__json *first, pf__config *c, co
                       path, first->string, c->model_type);
 }
 
+/* LUKE's heads on entities: ...ForEntityClassification (the first entity's state) and
+   ...ForEntityPairClassification (the first two's side by side) classify a row as sequence
+   classification does; ...ForEntitySpanClassification and ForMaskedLM's entity predictions are not
+   implemented. 1: the head is one of these (set), 0: the generic heads decide, else an error. */
+static int pf__config_entity_head(const pf__json *first, pf__config *c) {
+    const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+    c->classify_entities = pf__has_suffix(name, "ForEntityClassification") ? 1
+                           : pf__has_suffix(name, "ForEntityPairClassification") ? 2 : 0;
+    if (!c->classify_entities) return 0;
+    c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
+    return 1;
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -5280,6 +5296,15 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
     if (strcmp(pf__config_key(c->arch, offsetof(pf__config, visual_embedding_dim)), "(derived)"))
         return pf__config_region_head(first, c, path, message, size);
+    if (strcmp(pf__config_key(c->arch, offsetof(pf__config, entity_vocab_size)), "(derived)")) { /* LUKE */
+        if (pf__config_entity_head(first, c)) return PF_OK;
+        const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+        if (pf__has_suffix(name, "ForEntitySpanClassification") || pf__has_suffix(name, "ForMaskedLM"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported yet (%s's "
+                              "...Model, ...ForEntityClassification, ...ForEntityPairClassification, "
+                              "...ForSequenceClassification, ...ForTokenClassification, ...ForQuestionAnswering and "
+                              "...ForMultipleChoice are)", path, name, c->model_type);
+    }
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);
@@ -8383,7 +8408,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *rows = c->embed_norm_before_project ? e : h;
         break;
     case PF__SLOT_POOLER_WEIGHT: *rows = h; *cols = h; break;
-    case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
+    case PF__SLOT_CLASSIFIER_WEIGHT: /* LUKE's entity pairs: two entities' states side by side */
+        *rows = (size_t)c->num_labels;
+        *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1);
+        break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_PROJECTION:
@@ -28119,6 +28147,13 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
             }
             features = r->h;
         }
+        if (c->classify_entities) { /* LUKE: row b's first entity's state (and its second's after it) */
+            size_t k = (size_t)c->classify_entities;
+            for (size_t b = 0; b < B; b++)
+                be->copy(r, r->h + b * k * d, r->x + ((b + 1) * (size_t)s->seq_len - (size_t)s->num_entities[b]) * d,
+                         k * d * sizeof(float));
+            features = r->h;
+        }
         be->matmul(r, r->head_out, features, &W[head], PF__OR_NULL(W[head + 1]), B);
         be->download(r, job->logits, r->head_out, B * (size_t)c->num_labels * sizeof(float));
     } else if (c->head == PF_HEAD_TOKEN_CLASSIFICATION) {
@@ -34537,6 +34572,10 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (num_entities &&
             (r = pf__check_entities(m, extras, b, lengths[b], num_regions ? num_regions[b] : 0)))
             return r;
+        if (c->classify_entities && (num_entities ? num_entities[b] : 0) < c->classify_entities)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d entit%s: %s classifies %s (pf_encode_entities)", b,
+                            num_entities ? num_entities[b] : 0, num_entities && num_entities[b] == 1 ? "y" : "ies",
+                            c->class_name, c->classify_entities == 1 ? "its first entity" : "its first two entities");
         if (c->classify_before_last_token && lengths[b] < 2)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d token: %s reads the token before the text's last",
                             b, lengths[b], c->class_name);

@@ -712,7 +712,10 @@ pf_result pf_encode_regions(pf_model *model, const int32_t *const *ids, const in
    0 (entity_token_type_ids 0, what LUKE's tokenizer gives). num_entities NULL, or num_entities[b]
    0, for a row of words alone (as pf_encode runs the model). The encoding's row b has lengths[b] +
    num_entities[b] positions, the words' then the entities' (transformers' last_hidden_state, then
-   entity_last_hidden_state; offsets count both; a per-token head's logits likewise). Results: as
+   entity_last_hidden_state; offsets count both; a per-token head's logits likewise).
+   LukeForEntityClassification and ...ForEntityPairClassification give PF_HEAD_SEQUENCE_CLASSIFICATION
+   logits from each row's first entity, or its first two side by side (a row with fewer is refused,
+   pf_encode's rows too). Results: as
    pf_encode's; PF_ERROR_INVALID_ARGUMENT also for a count below 0, ids or positions (or a row's)
    NULL with a count above 0, an id outside the entity vocabulary, a position neither -1 nor one of
    the row's tokens, mention_length outside 1 .. max_position_embeddings, words and entities together

@@ -1258,6 +1258,19 @@ static pf_result pf__config_region_head(const pf__json *first, pf__config *c, co
                       path, first->string, c->model_type);
 }
 
+/* LUKE's heads on entities: ...ForEntityClassification (the first entity's state) and
+   ...ForEntityPairClassification (the first two's side by side) classify a row as sequence
+   classification does; ...ForEntitySpanClassification and ForMaskedLM's entity predictions are not
+   implemented. 1: the head is one of these (set), 0: the generic heads decide, else an error. */
+static int pf__config_entity_head(const pf__json *first, pf__config *c) {
+    const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+    c->classify_entities = pf__has_suffix(name, "ForEntityClassification") ? 1
+                           : pf__has_suffix(name, "ForEntityPairClassification") ? 2 : 0;
+    if (!c->classify_entities) return 0;
+    c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
+    return 1;
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -1295,6 +1308,15 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
     if (strcmp(pf__config_key(c->arch, offsetof(pf__config, visual_embedding_dim)), "(derived)"))
         return pf__config_region_head(first, c, path, message, size);
+    if (strcmp(pf__config_key(c->arch, offsetof(pf__config, entity_vocab_size)), "(derived)")) { /* LUKE */
+        if (pf__config_entity_head(first, c)) return PF_OK;
+        const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+        if (pf__has_suffix(name, "ForEntitySpanClassification") || pf__has_suffix(name, "ForMaskedLM"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported yet (%s's "
+                              "...Model, ...ForEntityClassification, ...ForEntityPairClassification, "
+                              "...ForSequenceClassification, ...ForTokenClassification, ...ForQuestionAnswering and "
+                              "...ForMultipleChoice are)", path, name, c->model_type);
+    }
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);

@@ -476,6 +476,10 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         if (num_entities &&
             (r = pf__check_entities(m, extras, b, lengths[b], num_regions ? num_regions[b] : 0)))
             return r;
+        if (c->classify_entities && (num_entities ? num_entities[b] : 0) < c->classify_entities)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d entit%s: %s classifies %s (pf_encode_entities)", b,
+                            num_entities ? num_entities[b] : 0, num_entities && num_entities[b] == 1 ? "y" : "ies",
+                            c->class_name, c->classify_entities == 1 ? "its first entity" : "its first two entities");
         if (c->classify_before_last_token && lengths[b] < 2)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d token: %s reads the token before the text's last",
                             b, lengths[b], c->class_name);

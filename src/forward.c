@@ -1373,6 +1373,13 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
             }
             features = r->h;
         }
+        if (c->classify_entities) { /* LUKE: row b's first entity's state (and its second's after it) */
+            size_t k = (size_t)c->classify_entities;
+            for (size_t b = 0; b < B; b++)
+                be->copy(r, r->h + b * k * d, r->x + ((b + 1) * (size_t)s->seq_len - (size_t)s->num_entities[b]) * d,
+                         k * d * sizeof(float));
+            features = r->h;
+        }
         be->matmul(r, r->head_out, features, &W[head], PF__OR_NULL(W[head + 1]), B);
         be->download(r, job->logits, r->head_out, B * (size_t)c->num_labels * sizeof(float));
     } else if (c->head == PF_HEAD_TOKEN_CLASSIFICATION) {

@@ -790,6 +790,9 @@ typedef struct pf__config {
     int entity_emb_size;            /* LUKE: the entity table's width (projected to hidden when it differs) */
     int entity_aware_attention;     /* LUKE's use_entity_aware_attention: words' and entities' own queries for
                                        each other's keys (PF__SLOT_ENTITY_Q_*) */
+    int classify_entities;          /* LUKE's heads on entities: the sequence classifier reads each row's first
+                                       entity's state (1), or its first two's side by side (2: entity pairs),
+                                       not the pooled output; 0: neither */
     int classify_before_last_token; /* 1: the sequence classifier reads the state of each row's text token before
                                        its last (VisualBERT's VQA head: transformers' attention_mask.sum(1) - 2,
                                        the token before [SEP]), not the pooled output */

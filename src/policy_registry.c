@@ -1295,7 +1295,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *rows = c->embed_norm_before_project ? e : h;
         break;
     case PF__SLOT_POOLER_WEIGHT: *rows = h; *cols = h; break;
-    case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
+    case PF__SLOT_CLASSIFIER_WEIGHT: /* LUKE's entity pairs: two entities' states side by side */
+        *rows = (size_t)c->num_labels;
+        *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1);
+        break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_PROJECTION:

@@ -23,10 +23,12 @@ Each dir test/fixtures/<name>/ holds config.json, model.safetensors and
                     entities)][num_labels] (question answering: [..][2], start then end) for token
                     classification, the entities' rows the head's layer on their states
                     (transformers gives the words' alone)
+Fixture luke-entity-text (make_entity_text): the references of build/classify --entities.
 Every row runs alone (no padding), as the library computes each row of a batch; a row without
 entities runs without entity_ids (the words alone). The heads on entities get a last row with two. The entity token types are all 0 (what LUKE's
 tokenizer gives, and the library's only choice).
 """
+import json
 import shutil
 from pathlib import Path
 
@@ -161,10 +163,50 @@ def check_traits_matter(model, hidden):
     print(f"  luke with each mention's first position alone: row 0 moves by {effect:.3f}")
 
 
+ENTITY_TEXT = "Beyonce lives in Los Angeles."
+ENTITY_SPANS = [(0, 7), (17, 28)]  # Beyonce, Los Angeles
+ENTITY_LABELS = {0: "person", 1: "place", 2: "other"}
+
+
+def make_entity_text(name="luke-entity-text", seed=3900):
+    """An entity classification head with LUKE's tokenizer (transformers 5's LukeTokenizer over
+    tokenizer-roberta's BPE and a 5-entity vocabulary, saved as tokenizer.json), a text and two
+    entity spans: entities.txt holds build/classify's --entities for them (the ids and token
+    positions LUKE's tokenizer gives), entity.txt the softmax of transformers' logits for the
+    tokenized text with them (the head reads the first)."""
+    torch.manual_seed(seed)
+    out = FIXTURES / name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    words = json.loads((FIXTURES / "tokenizer-roberta" / "tokenizer.json").read_text(encoding="utf-8"))["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in words["merges"]]
+    entity_vocab = {"[UNK]": 0, "[PAD]": 1, "[MASK]": 2, "[MASK2]": 3, "Beyonce": 4, "Los Angeles": 5}
+    tokenizer = transformers.LukeTokenizer(vocab=words["vocab"], merges=merges, entity_vocab=entity_vocab)
+    tokenizer.save_pretrained(out)
+    config = transformers.LukeConfig(**dict(SHAPE, vocab_size=len(tokenizer)), id2label=ENTITY_LABELS,
+                                     label2id={v: k for k, v in ENTITY_LABELS.items()})
+    model = transformers.LukeForEntityClassification(config).eval()
+    model.save_pretrained(out)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
+    model = transformers.LukeForEntityClassification.from_pretrained(out, attn_implementation="eager").eval()
+    inputs = tokenizer(ENTITY_TEXT, entities=["Beyonce", "Los Angeles"], entity_spans=ENTITY_SPANS, return_tensors="pt")
+    with torch.no_grad():
+        logits = model(**inputs).logits[0]
+    arg = ";".join(f"{int(e)}@" + ",".join(str(int(p)) for p in positions if p >= 0)
+                   for e, positions in zip(inputs["entity_ids"][0], inputs["entity_position_ids"][0]))
+    scores = torch.softmax(logits, dim=-1)
+    pairs = sorted(((ENTITY_LABELS[i], float(p)) for i, p in enumerate(scores)), key=lambda x: -x[1])
+    (out / "entity.txt").write_text("".join(f"{score:.6f} {label}\n" for label, score in pairs), encoding="ascii")
+    (out / "entities.txt").write_text(arg + "\n", encoding="ascii")
+    (out / "text.txt").write_text(ENTITY_TEXT + "\n", encoding="utf-8")
+    print(f"  {name}: {inputs['input_ids'].shape[1]} tokens, --entities {arg}, {(out / 'entity.txt').read_text().split()}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     for i, (name, class_name, labels, changes, rows) in enumerate(FIXTURE_HEADS):
         make(name, class_name, labels, changes, rows, 3800 + 10 * i)
+    make_entity_text()
 
 
 if __name__ == "__main__":

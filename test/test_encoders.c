@@ -1058,6 +1058,40 @@ static void test_visual_question_cli(void) {
     unlink(bad);
 }
 
+/* build/classify --entities on a LUKE entity classification head (luke-entity-text) against
+   transformers: the first entity's label scores with both entities of entities.txt (the ids and
+   token positions LUKE's tokenizer gave), on 2 and 3 ranks; an argument that is not entities, and
+   entities for a model without them, refused. */
+static void test_entity_classify_cli(void) {
+    char binary[1024], dir[1024], command[4096], out[1024], text[512] = "", path[1100], entities[512] = "";
+    classify_runs("luke-entity-text", NULL, 0, binary, sizeof binary, dir, sizeof dir, text, sizeof text);
+    snprintf(path, sizeof path, "%s/entities.txt", dir);
+    size_t size = 0;
+    char *lines = test_read_file(path, &size);
+    if (lines) snprintf(entities, sizeof entities, "%.*s", (int)strcspn(lines, "\n"), lines);
+    free(lines);
+    CHECK_MSG(entities[0], "%s unreadable", path);
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus %d --entities \"%s\" 2>&1", binary, dir, text,
+                 ranks, entities);
+        int status = test_run_output(command, out, sizeof out);
+        CHECK_MSG(status == 0, "%s: exit %d: %s", command, status, out);
+        snprintf(path, sizeof path, "%s/entity.txt", dir);
+        if (status == 0) check_scores(command, out, path);
+    }
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus 1 --entities 4@1,x 2>&1", binary, dir, text);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 2 && strstr(out, "usage"), "classify --entities 4@1,x: exit %d: %s", status, out);
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus 1 2>&1", binary, dir, text);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "0 entities: LukeForEntityClassification classifies its first entity"),
+              "classify without --entities: exit %d: %s", status, out);
+    snprintf(command, sizeof command, "%s %s/bart-mnli \"%s\" --device cpu --gpus 1 --entities 4@1 2>&1", binary,
+             test_fixtures, text);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "takes no entities"), "classify --entities on bart-mnli: exit %d: %s", status, out);
+}
+
 /* Fixture `name` loaded and split over `ranks` CPU ranks (max_batch 2), or NULL with the failure
    reported. */
 static pf_model *load_on_cpu(const char *name, int ranks) {
@@ -1128,6 +1162,20 @@ static void test_entity_refusals(void) {
     }
     pf_encoding_free(plain), pf_encoding_free(zero), pf_encoding_free(alone);
     pf_free(m);
+    /* the heads on entities need a row's first one (two) */
+    static const struct { const char *name, *message; int count; } heads[] = {
+        {"luke-entity", "row 0: 0 entities: LukeForEntityClassification classifies its first entity", 0},
+        {"luke-pair", "row 0: 1 entity: LukeForEntityPairClassification classifies its first two entities", 1},
+    };
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        if (!(m = load_on_cpu(heads[i].name, 2))) continue;
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_entities(m, rows, NULL, entities, mentions, &heads[i].count, 2, &length, 1, &e) ==
+                  PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK_MSG(strstr(pf_error_message(m), heads[i].message) != NULL, "%s: %s", heads[i].name, pf_error_message(m));
+        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        pf_free(m);
+    }
     if ((m = load_on_cpu("visual-bert", 1))) {
         pf_encoding *e = NULL;
         CHECK(pf_get_info(m).entity_vocab_size == 0);
@@ -1560,7 +1608,14 @@ void test_encoders(void) {
     test_visual_question_cli();
     test_encoder_fixture("luke", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("luke-plain", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("luke-entity", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("luke-pair", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("luke-seq", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("luke-token", PF_HEAD_TOKEN_CLASSIFICATION, 3, 1);
+    test_encoder_fixture("luke-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("luke-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_entity_refusals();
+    test_entity_classify_cli();
     test_layout_cli();
     test_encoder_fixture("longformer", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("longformer-mlm", PF_HEAD_MASKED_LM, 120, 1);
