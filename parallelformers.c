@@ -401,6 +401,15 @@ typedef enum {
     PF__SLOT_VISUAL_POSITION_EMBED,    /* [max_positions, hidden] */
     /* ProphetNet's decoder (pf__config.ngram > 0): the predict stream's input, in place of a token's */
     PF__SLOT_NGRAM_EMBED,           /* [ngram, hidden]: the first predict stream adds row ngram - 1 */
+    /* LUKE's entities (the last positions of a row, pf_encode_entities): the entity table's row through
+       the dense projection (when entity_emb_size is not hidden), plus the mean of the position table's
+       rows at the entity's mention positions, plus the type table's row 0, then their own norm */
+    PF__SLOT_ENTITY_EMBED,             /* [entity_vocab_size, entity_emb_size] */
+    PF__SLOT_ENTITY_DENSE,             /* [hidden, entity_emb_size] (no bias) */
+    PF__SLOT_ENTITY_POSITION_EMBED,    /* [max_positions, hidden] */
+    PF__SLOT_ENTITY_TYPE_EMBED,        /* [type_vocab_size, hidden] */
+    PF__SLOT_ENTITY_NORM_WEIGHT,       /* [hidden] */
+    PF__SLOT_ENTITY_NORM_BIAS,         /* [hidden] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -521,6 +530,15 @@ typedef enum {
     PF__SLOT_K_GLOBAL_BIAS,    /* [KV] */
     PF__SLOT_V_GLOBAL_WEIGHT,  /* [KV, hidden] */
     PF__SLOT_V_GLOBAL_BIAS,    /* [KV] */
+    /* LUKE's entity-aware attention (use_entity_aware_attention): the queries of a word for the
+       entities' keys (w2e), of an entity for the words' (e2w) and for the entities' (e2e), split
+       with the heads as the query is */
+    PF__SLOT_W2E_Q_WEIGHT,     /* [Q, hidden] */
+    PF__SLOT_W2E_Q_BIAS,       /* [Q] */
+    PF__SLOT_E2W_Q_WEIGHT,     /* [Q, hidden] */
+    PF__SLOT_E2W_Q_BIAS,       /* [Q] */
+    PF__SLOT_E2E_Q_WEIGHT,     /* [Q, hidden] */
+    PF__SLOT_E2E_Q_BIAS,       /* [Q] */
     /* MobileBERT's bottleneck blocks (bottleneck_width B > 0): the block works at width B between
        a projection in and one out; its attention output, MLPs and their norms are [B] wide */
     PF__SLOT_BOTTLENECK_IN_WEIGHT,      /* [B, hidden]: the block's input into its residual stream, */
@@ -579,6 +597,8 @@ typedef enum {
     PF__SLOT_POS_QK_BIAS,
     PF__SLOT_QKV_GLOBAL_WEIGHT,/* [q_r | k_r | v_r, hidden] of Longformer's global projections */
     PF__SLOT_QKV_GLOBAL_BIAS,
+    PF__SLOT_ENTITY_Q_WEIGHT,  /* [w2e_r | e2w_r | e2e_r, hidden] of LUKE's entity-aware queries */
+    PF__SLOT_ENTITY_Q_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -815,6 +835,13 @@ typedef struct pf__config {
     int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
     int max_2d_positions;           /* LayoutLM's box coordinates (and widths, heights) are 0 .. this - 1 */
     int visual_embedding_dim;       /* VisualBERT: the features of an object region (pf_encode_regions); 0: none taken */
+    int entity_vocab_size;          /* LUKE: entity ids 0 .. this - 1 (pf_encode_entities); 0: no entities taken */
+    int entity_emb_size;            /* LUKE: the entity table's width (projected to hidden when it differs) */
+    int entity_aware_attention;     /* LUKE's use_entity_aware_attention: words' and entities' own queries for
+                                       each other's keys (PF__SLOT_ENTITY_Q_*) */
+    int classify_entities;          /* LUKE's heads on entities: the sequence classifier reads each row's first
+                                       entity's state (1), or its first two's side by side (2: entity pairs),
+                                       not the pooled output; 0: neither */
     int classify_before_last_token; /* 1: the sequence classifier reads the state of each row's text token before
                                        its last (VisualBERT's VQA head: transformers' attention_mask.sum(1) - 2,
                                        the token before [SEP]), not the pooled output */
@@ -1115,6 +1142,16 @@ typedef struct pf__arch_config {
 } pf__arch_config;
 /* The value heads' width: latent attention's v_head_dim, else head_dim. */
 static inline int pf__value_head_dim(const pf__config *c) { return c->v_head_dim ? c->v_head_dim : c->head_dim; }
+/* The width of a head as attend sees it: LUKE's entity-aware attention runs each head doubled, its
+   query the two queries for words' and entities' keys side by side, a word's key [k | 0] and an
+   entity's [0 | k] (pf__rank_entity_attention) */
+static inline int pf__attend_head_dim(const pf__config *c) { return c->entity_aware_attention ? 2 * c->head_dim : c->head_dim; }
+/* LUKE's host gather rows of a rank of `heads` heads (pf__rank_entity_gathers): the doubled heads'
+   [T][6 heads], the attention output's [T][heads], the entities' [T]; then head_dim zeros, uploaded
+   as the zero half of the doubled heads */
+static inline size_t pf__entity_gather_count(const pf__config *c, int heads, size_t T) {
+    return T * (7 * (size_t)heads + 1) + (size_t)c->head_dim;
+}
 #define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
 #define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1692,6 +1729,15 @@ typedef struct pf__step {
                                attention, 0 elsewhere (pads too); NULL: no token has */
     const float *regions;   /* host, [batch][seq_len][visual_embedding_dim]: VisualBERT's region features at
                                their positions (row b's last num_regions[b]; zeros elsewhere), or NULL: none */
+    /* LUKE's entities (pf_encode_entities), the last num_entities[b] positions of row b, numbered
+       row after row (e < num_entity_rows): */
+    const int32_t *entity_ids;       /* host, [num_entity_rows]: entity vocabulary ids; NULL: no entities */
+    const int32_t *entity_positions; /* host, [mention_length][num_entity_rows]: the word positions (in the
+                                        row's words, from 0) whose position rows an entity averages, -1 past
+                                        its mention's end */
+    const float *entity_scales;      /* host, [num_entity_rows]: 1 / the mention's position count */
+    const int *num_entities;         /* host, [batch] */
+    int num_entity_rows, mention_length;
     const int *num_regions; /* host, [batch]: the regions ending each row (its text before them); set with regions */
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
@@ -2057,6 +2103,12 @@ struct pf__rank {
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
     float *region_in;         /* VisualBERT: [max_tokens][visual_embedding_dim], the step's region features */
+    /* LUKE (pf__rank_embed_entities, pf__rank_entity_attention): [max_tokens][max(entity_emb_size, hidden)]
+       the entities' rows; [max_tokens][6 q_r] + [head_dim] the projections the entity-aware attention
+       gathers its doubled heads from (q | k | v, then w2e | e2w | e2e; a zero head_dim at the end);
+       host, owned: the gathers' rows (pf__entity_gather_count) */
+    float *entity_rows, *entity_pool;
+    int32_t *entity_gather;
     pf__allocation *allocations;
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];
@@ -3977,6 +4029,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_POS_QK_BIAS, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS}, 2},
     {PF__SLOT_QKV_GLOBAL_WEIGHT, {PF__SLOT_Q_GLOBAL_WEIGHT, PF__SLOT_K_GLOBAL_WEIGHT, PF__SLOT_V_GLOBAL_WEIGHT}, 3},
     {PF__SLOT_QKV_GLOBAL_BIAS, {PF__SLOT_Q_GLOBAL_BIAS, PF__SLOT_K_GLOBAL_BIAS, PF__SLOT_V_GLOBAL_BIAS}, 3},
+    {PF__SLOT_ENTITY_Q_WEIGHT, {PF__SLOT_W2E_Q_WEIGHT, PF__SLOT_E2W_Q_WEIGHT, PF__SLOT_E2E_Q_WEIGHT}, 3},
+    {PF__SLOT_ENTITY_Q_BIAS, {PF__SLOT_W2E_Q_BIAS, PF__SLOT_E2W_Q_BIAS, PF__SLOT_E2E_Q_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -5219,6 +5273,19 @@ static pf_result pf__config_region_head(const pf__json *first, pf__config *c, co
                       path, first->string, c->model_type);
 }
 
+/* LUKE's heads on entities: ...ForEntityClassification (the first entity's state) and
+   ...ForEntityPairClassification (the first two's side by side) classify a row as sequence
+   classification does; ...ForEntitySpanClassification and ForMaskedLM's entity predictions are not
+   implemented. 1: the head is one of these (set), 0: the generic heads decide, else an error. */
+static int pf__config_entity_head(const pf__json *first, pf__config *c) {
+    const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+    c->classify_entities = pf__has_suffix(name, "ForEntityClassification") ? 1
+                           : pf__has_suffix(name, "ForEntityPairClassification") ? 2 : 0;
+    if (!c->classify_entities) return 0;
+    c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
+    return 1;
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -5256,6 +5323,15 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
     if (strcmp(pf__config_key(c->arch, offsetof(pf__config, visual_embedding_dim)), "(derived)"))
         return pf__config_region_head(first, c, path, message, size);
+    if (strcmp(pf__config_key(c->arch, offsetof(pf__config, entity_vocab_size)), "(derived)")) { /* LUKE */
+        if (pf__config_entity_head(first, c)) return PF_OK;
+        const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+        if (pf__has_suffix(name, "ForEntitySpanClassification") || pf__has_suffix(name, "ForMaskedLM"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported yet (%s's "
+                              "...Model, ...ForEntityClassification, ...ForEntityPairClassification, "
+                              "...ForSequenceClassification, ...ForTokenClassification, ...ForQuestionAnswering and "
+                              "...ForMultipleChoice are)", path, name, c->model_type);
+    }
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);
@@ -5952,6 +6028,11 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, entity_vocab_size)), "(derived)") &&
+        (cfg->entity_vocab_size < 1 || cfg->entity_vocab_size > 100000000 || cfg->entity_emb_size < 1 ||
+         cfg->entity_emb_size > 1000000)) /* LUKE */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"entity_vocab_size\" %d and \"entity_emb_size\" %d are not "
+                          "sizes", path, cfg->entity_vocab_size, cfg->entity_emb_size);
     if (!cfg->shared_vocab && cfg->decoder_vocab_size > 0) { /* Marian's own target vocabulary */
         cfg->src_vocab_size = cfg->vocab_size;
         cfg->vocab_size = cfg->decoder_vocab_size;
@@ -7171,7 +7252,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
-        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
+        PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -7205,6 +7288,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, POS_Q_WEIGHT) PF__NAME(PF__SLOT_, POS_Q_BIAS) PF__NAME(PF__SLOT_, POS_K_WEIGHT) PF__NAME(PF__SLOT_, POS_K_BIAS)
         PF__NAME(PF__SLOT_, Q_GLOBAL_WEIGHT) PF__NAME(PF__SLOT_, Q_GLOBAL_BIAS) PF__NAME(PF__SLOT_, K_GLOBAL_WEIGHT)
         PF__NAME(PF__SLOT_, K_GLOBAL_BIAS) PF__NAME(PF__SLOT_, V_GLOBAL_WEIGHT) PF__NAME(PF__SLOT_, V_GLOBAL_BIAS)
+        PF__NAME(PF__SLOT_, W2E_Q_WEIGHT) PF__NAME(PF__SLOT_, W2E_Q_BIAS) PF__NAME(PF__SLOT_, E2W_Q_WEIGHT)
+        PF__NAME(PF__SLOT_, E2W_Q_BIAS) PF__NAME(PF__SLOT_, E2E_Q_WEIGHT) PF__NAME(PF__SLOT_, E2E_Q_BIAS)
         PF__NAME(PF__SLOT_, BOTTLENECK_IN_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_IN_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_QK_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_BIAS)
         PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_BIAS)
@@ -7224,7 +7309,8 @@ static const char *pf__slot_name(int v) {
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
-    case PF__SLOT_QKV_GLOBAL_WEIGHT: case PF__SLOT_QKV_GLOBAL_BIAS: case PF__SLOT_COUNT: return NULL;
+    case PF__SLOT_QKV_GLOBAL_WEIGHT: case PF__SLOT_QKV_GLOBAL_BIAS: case PF__SLOT_ENTITY_Q_WEIGHT: case PF__SLOT_ENTITY_Q_BIAS:
+    case PF__SLOT_COUNT: return NULL;
     }
     return NULL;
 }
@@ -8299,10 +8385,12 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
     case PF__SLOT_QKV_FUSED_BIAS: *rows = q + 2 * kv; break;
     case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT: case PF__SLOT_Q_GLOBAL_WEIGHT:
+    case PF__SLOT_W2E_Q_WEIGHT: case PF__SLOT_E2W_Q_WEIGHT: case PF__SLOT_E2E_Q_WEIGHT:
         *rows = q;
         *cols = slot == PF__SLOT_Q_WEIGHT ? inner : h; /* a bottleneck's q reads its shared input (then folded into q) */
         break;
-    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: case PF__SLOT_Q_GLOBAL_BIAS: *rows = q; break;
+    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: case PF__SLOT_Q_GLOBAL_BIAS:
+    case PF__SLOT_W2E_Q_BIAS: case PF__SLOT_E2W_Q_BIAS: case PF__SLOT_E2E_Q_BIAS: *rows = q; break;
     case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT: case PF__SLOT_POS_K_WEIGHT:
     case PF__SLOT_K_GLOBAL_WEIGHT: case PF__SLOT_V_GLOBAL_WEIGHT:
         *rows = kv;
@@ -8359,7 +8447,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *rows = c->embed_norm_before_project ? e : h;
         break;
     case PF__SLOT_POOLER_WEIGHT: *rows = h; *cols = h; break;
-    case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
+    case PF__SLOT_CLASSIFIER_WEIGHT: /* LUKE's entity pairs: two entities' states side by side */
+        *rows = (size_t)c->num_labels;
+        *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1);
+        break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_PROJECTION:
@@ -8380,6 +8471,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_NGRAM_EMBED: *rows = (size_t)c->ngram; *cols = h; break;
     case PF__SLOT_NGRAM_REL_WEIGHT: *rows = (size_t)c->rel_buckets * c->num_heads; *cols = h; break;
     case PF__SLOT_NGRAM_REL_BIAS: *rows = (size_t)c->rel_buckets * c->num_heads; break;
+    case PF__SLOT_ENTITY_EMBED: *rows = (size_t)c->entity_vocab_size; *cols = (size_t)c->entity_emb_size; break;
+    case PF__SLOT_ENTITY_DENSE: *rows = h; *cols = (size_t)c->entity_emb_size; break;
+    case PF__SLOT_ENTITY_POSITION_EMBED: *rows = (size_t)(c->max_positions + c->position_offset); *cols = h; break;
+    case PF__SLOT_ENTITY_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -19958,10 +20053,12 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->weights);
     free(r->routing);
     free(r->trigram_rows);
+    free(r->entity_gather);
     free(r->funnel_pads), free(r->funnel_types), free(r->funnel_host_ints), free(r->funnel_rows), free(r->funnel_scales);
     free(r->funnel_sinusoid_host);
     r->routing = NULL;
     r->trigram_rows = NULL;
+    r->entity_gather = NULL;
     r->funnel_pads = NULL, r->funnel_types = NULL, r->funnel_host_ints = NULL, r->funnel_rows = NULL;
     r->funnel_scales = NULL, r->funnel_sinusoid_host = NULL;
     r->allocations = NULL;
@@ -26657,7 +26754,7 @@ PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r) {
 PF_PRIVATE size_t pf__rank_cache_width(const pf__rank *r) {
     const pf__config *c = &r->group->model->config;
     if (c->kv_lora_rank) return r->share.heads ? (size_t)c->kv_lora_rank + (size_t)c->qk_rope_head_dim : 0;
-    return (size_t)r->share.kv_heads * c->head_dim;
+    return (size_t)r->share.kv_heads * pf__attend_head_dim(c);
 }
 
 /* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
@@ -26926,7 +27023,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (c->trigram_input && !r->counting && !r->trigram_rows && /* host memory: once, not in the counting pass */
         !(r->trigram_rows = (int32_t *)malloc(3 * T * sizeof(int32_t))))
         pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
+    size_t attend_width = (size_t)pf__attend_head_dim(c) / hd; /* LUKE's doubled heads */
+    r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * attend_width * sizeof(float));
     size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention's value heads may be wider */
     r->attn = (float *)pf__rank_alloc(r, T * (v_width > q_width ? v_width : q_width) * sizeof(float));
     if (c->kv_lora_rank) /* kv_a_proj's rows, then q_a_proj's */
@@ -26985,6 +27083,15 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
     if (m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data)
         r->region_in = (float *)pf__rank_alloc(r, T * (size_t)c->visual_embedding_dim * sizeof(float));
+    if (c->entity_vocab_size) { /* LUKE: the entities' rows, the entity-aware attention's projections and gathers */
+        size_t width = (size_t)c->entity_emb_size > hidden ? (size_t)c->entity_emb_size : hidden;
+        r->entity_rows = (float *)pf__rank_alloc(r, T * width * sizeof(float));
+        if (c->entity_aware_attention) /* then a zero head */
+            r->entity_pool = (float *)pf__rank_alloc(r, (T * 6 * q_width + hd) * sizeof(float));
+        if (!r->counting && !r->entity_gather && /* host memory: once, not in the counting pass; its zeros stay */
+            !(r->entity_gather = (int32_t *)calloc(pf__entity_gather_count(c, r->share.heads, T), sizeof(int32_t))))
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||
@@ -27162,6 +27269,87 @@ static void pf__rank_embed_regions(pf__rank *r, const pf__step *s, float *x) {
     }
 }
 
+/* LUKE's entities, the last num_entities[b] positions of row b of x (after the words' embedding
+   and its norm, whose values there they replace): e = the entity table's row (through
+   entity_embedding_dense, when narrower than hidden) + the mean of the entity position table's rows
+   at the mention's positions + the entity type table's row 0, normed by the entities' own norm,
+   each sum in transformers' order. The tables are whole on every rank; the entities are computed
+   in rows 0..E-1 of h, one step of E rows (embed gives zeros for a position of -1, outside the
+   table). */
+static void pf__rank_embed_entities(pf__rank *r, const pf__step *s, float *x) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t E = (size_t)s->num_entity_rows, d = (size_t)c->hidden_size, T = (size_t)s->seq_len;
+    if (!E) return;
+    int32_t *identity = r->entity_gather + r->group->max_tokens * 7 * (size_t)r->share.heads;
+    pf__step rows;
+    memset(&rows, 0, sizeof rows);
+    rows.batch = 1;
+    rows.seq_len = (int)E;
+    rows.ids = s->entity_ids;
+    float *e = r->h;
+    if (PF__HAS(W[PF__SLOT_ENTITY_DENSE])) {
+        be->embed(r, r->entity_rows, &W[PF__SLOT_ENTITY_EMBED], &rows, 1.0f, 0);
+        be->matmul(r, e, r->entity_rows, &W[PF__SLOT_ENTITY_DENSE], NULL, E);
+    } else {
+        be->embed(r, e, &W[PF__SLOT_ENTITY_EMBED], &rows, 1.0f, 0);
+    }
+    /* part = the sum of the mention's position rows, then entity_rows = part / count */
+    for (int k = 0; k < s->mention_length; k++) {
+        rows.ids = s->entity_positions + (size_t)k * E;
+        be->embed(r, k ? r->entity_rows : r->part, &W[PF__SLOT_ENTITY_POSITION_EMBED], &rows, 1.0f, 0);
+        if (k) be->add_residual(r, r->part, r->entity_rows, NULL, E, d);
+    }
+    for (size_t i = 0; i < E; i++) identity[i] = (int32_t)i;
+    be->gather_rows(r, r->entity_rows, r->part, identity, s->entity_scales, E, d);
+    be->add_residual(r, e, r->entity_rows, NULL, E, d);
+    rows.ids = r->group->zero_ids; /* transformers' entity_token_type_ids: 0 */
+    be->embed(r, r->part, &W[PF__SLOT_ENTITY_TYPE_EMBED], &rows, 1.0f, 0);
+    be->add_residual(r, e, r->part, NULL, E, d);
+    be->norm(r, e, e, &W[PF__SLOT_ENTITY_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_ENTITY_NORM_BIAS]), E, d,
+             (float)c->norm_eps, PF__NORM_LAYER);
+    for (size_t b = 0, first = 0; b < (size_t)s->batch; first += (size_t)s->num_entities[b++])
+        if (s->num_entities[b])
+            be->copy(r, x + ((b + 1) * T - (size_t)s->num_entities[b]) * d, e + first * d,
+                     (size_t)s->num_entities[b] * d * sizeof(float));
+}
+
+/* LUKE's entity-aware attention as attend over doubled heads (pf__rank_entity_attention): the host
+   rows its two gathers read, for the step's shape, and the zero head they read uploaded after the
+   pool. Head h of a position's qkv row [q' | k' | v'] (heads of 2 head_dim) gathers from the pool
+   [N][q | k | v] then [N][w2e | e2w | e2e] (heads of head_dim; the zero head after them):
+     a word:    q' = [q | w2e],   k' = [k | 0], v' = [v | 0]
+     an entity: q' = [e2w | e2e], k' = [0 | k], v' = [v | 0]
+   so that q'.k' is a word's query for a word's key, w2e's for an entity's, and an entity's e2w for
+   a word's, e2e for an entity's; the output's head h is the first half of attend's. */
+static void pf__rank_entity_gathers(pf__rank *r, const pf__step *s) {
+    const pf__config *c = &r->group->model->config;
+    size_t heads = (size_t)r->share.heads, T = (size_t)s->seq_len, N = (size_t)s->batch * T, hd = (size_t)c->head_dim;
+    if (!heads) return;
+    int32_t *q = r->entity_gather, *out = q + N * 6 * heads;
+    int32_t second = (int32_t)(N * 3 * heads), zero = (int32_t)(r->group->max_tokens * 6 * heads); /* in heads */
+    for (size_t n = 0; n < N; n++) {
+        size_t b = n / T, t = n % T;
+        int entity = s->num_entities && t >= T - (size_t)s->num_entities[b];
+        int32_t own = (int32_t)(n * 3 * heads), *row = q + n * 6 * heads;
+        for (size_t h = 0; h < heads; h++) {
+            int32_t query = own + (int32_t)h, key = own + (int32_t)(heads + h), value = own + (int32_t)(2 * heads + h);
+            int32_t w2e = second + query, e2w = w2e + (int32_t)heads, e2e = e2w + (int32_t)heads;
+            row[2 * h] = entity ? e2w : query;
+            row[2 * h + 1] = entity ? e2e : w2e;
+            row[2 * heads + 2 * h] = entity ? zero : key;
+            row[2 * heads + 2 * h + 1] = entity ? key : zero;
+            row[4 * heads + 2 * h] = value;
+            row[4 * heads + 2 * h + 1] = zero;
+            out[n * heads + h] = (int32_t)(n * 2 * heads + 2 * h);
+        }
+    }
+    r->backend->upload(r, r->entity_pool + (size_t)zero * hd,
+                       r->entity_gather + pf__entity_gather_count(c, r->share.heads, r->group->max_tokens) - hd,
+                       hd * sizeof(float));
+}
+
 /* x (rows of `width`) += position table row + token type row, then the embedding norm: what
    follows the token embedding, each where the model has it. */
 static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__tower *t, float *x, size_t width) {
@@ -27203,6 +27391,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
+    if (s->entity_ids) pf__rank_embed_entities(r, s, x);
 }
 
 /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
@@ -27577,6 +27766,29 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     }
 }
 
+/* LUKE's entity-aware attention on the block's input h, into attn: the rank's heads of q, k, v and
+   of the entity-aware queries w2e, e2w, e2e into the pool, gathered into doubled heads (see
+   pf__rank_entity_gathers) that attend runs at 2 head_dim with the scale of head_dim, and the
+   first half of each output head gathered back. A row without entities runs as the words' plain
+   attention (their keys' second halves zero). */
+static void pf__rank_entity_attention(pf__rank *r, const pf__step *s, const pf__weight *L, const float *in,
+                                      void *k_cache, void *v_cache, const pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, heads = (size_t)shape->heads, hd = (size_t)c->head_dim;
+    if (!heads) return; /* a rank without heads: nothing to attend, its output rows none */
+    be->matmul(r, r->entity_pool, in, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]), N);
+    be->matmul(r, r->entity_pool + N * 3 * heads * hd, in, &L[PF__SLOT_ENTITY_Q_WEIGHT],
+               PF__OR_NULL(L[PF__SLOT_ENTITY_Q_BIAS]), N);
+    be->gather_rows(r, r->qkv, r->entity_pool, r->entity_gather, NULL, N * 6 * heads, hd);
+    pf__attn_shape doubled = *shape;
+    doubled.head_dim = 2 * shape->head_dim;
+    doubled.qkv_bias = NULL;
+    be->kv_append(r, k_cache, v_cache, r->qkv, s, &doubled);
+    be->attend(r, r->entity_pool, r->qkv, k_cache, v_cache, s, &doubled);
+    be->gather_rows(r, r->attn, r->entity_pool, r->entity_gather + N * 6 * heads, NULL, N * heads, hd);
+}
+
 /* Multi-head latent attention (DeepSeek V2/V3) on the block's input h, into attn (the rank's heads,
    v_head_dim each): q = h Wq_r^T, or low-rank q_b_r(norm(q_a(h))); the latent row [c | k_rope] =
    h Wkv_a^T (whole on every rank), appended to the cache as norm(c) and rotated k_rope; then
@@ -27651,6 +27863,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
     void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
     if (c->kv_lora_rank) pf__rank_latent_attention(r, s, L, attn_in, k_cache, shape);
+    else if (c->entity_aware_attention) pf__rank_entity_attention(r, s, L, attn_in, k_cache, v_cache, shape);
     else pf__rank_attention(r, s, L, l, attn_in, k_cache, v_cache, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
@@ -27886,6 +28099,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
         pf__rank_embed(r, s, t);
         if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
     }
+    if (r->group->model->config.entity_aware_attention) pf__rank_entity_gathers(r, s);
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
     pf__residual residual = {0, NULL};
     for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) {
@@ -28435,6 +28649,13 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
                 size_t regions = s->num_regions ? (size_t)s->num_regions[b] : 0, at = (b + 1) * (size_t)s->seq_len - regions - 2;
                 be->copy(r, r->h + b * d, r->x + at * d, d * sizeof(float));
             }
+            features = r->h;
+        }
+        if (c->classify_entities) { /* LUKE: row b's first entity's state (and its second's after it) */
+            size_t k = (size_t)c->classify_entities;
+            for (size_t b = 0; b < B; b++)
+                be->copy(r, r->h + b * k * d, r->x + ((b + 1) * (size_t)s->seq_len - (size_t)s->num_entities[b]) * d,
+                         k * d * sizeof(float));
             features = r->h;
         }
         be->matmul(r, r->head_out, features, &W[head], PF__OR_NULL(W[head + 1]), B);
@@ -29129,7 +29350,7 @@ typedef struct pf__cuda_rank_state {
     float *choice;            /* [2 logit_rows PF_CUDA_TOP_K_MAX]: a step's arg-max or top-k candidates,
                                  values then ids (int32), on the device; ranks holding vocabulary rows */
     void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
-    int32_t *expert_rows;     /* [max_tokens]: mixtures of experts: one expert's tokens (pf__backend.gather_rows) */
+    int32_t *expert_rows;     /* [max_tokens, or more]: gather_rows' rows (one expert's tokens, LUKE's doubled heads) */
     float *expert_scales;     /* [max_tokens]: their routing weights */
     pf__cuda_graph graphs[PF__CUDA_GRAPHS]; /* captured decode steps */
     unsigned long long graph_clock;
@@ -29267,7 +29488,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->x16_elements = rs->x16 ? T * k_max : 0;
     if (width)
         rs->partials = (float *)pf__rank_alloc(
-            r, pf_cuda_attention_scratch_floats(g->max_batch, r->share.heads, c->head_dim) * sizeof(float));
+            r, pf_cuda_attention_scratch_floats(g->max_batch, r->share.heads, pf__attend_head_dim(c)) * sizeof(float));
     if (half) {
         rs->inv_freq = (float *)pf__rank_alloc(r, half * sizeof(float));
         rs->inv_freq_host = (float *)malloc(half * sizeof(float));
@@ -29278,8 +29499,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
         rs->reduce_sum = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     }
-    if (c->num_experts > 0 || c->trigram_input || c->funnel) { /* MobileBERT's trigrams gather 3 rows a token, Funnel's pooling 1 */
-        rs->expert_rows = (int32_t *)pf__rank_alloc(r, (c->trigram_input ? 3 : 1) * T * sizeof(int32_t));
+    if (c->num_experts > 0 || c->trigram_input || c->funnel || c->entity_vocab_size) {
+        /* MobileBERT's trigrams gather 3 rows a token, Funnel's pooling 1, LUKE's doubled heads 6 a head */
+        size_t rows = c->trigram_input ? 3 * T : c->entity_aware_attention ? T * 6 * (size_t)r->share.heads : 0;
+        rs->expert_rows = (int32_t *)pf__rank_alloc(r, (rows > T ? rows : T) * sizeof(int32_t));
         rs->expert_scales = (float *)pf__rank_alloc(r, T * sizeof(float));
     }
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));
@@ -30497,7 +30720,8 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                                  ? "ConvBERT's span-based dynamic convolution"
                              : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
                              : c->ngram && !backend->ngram_attend ? "ProphetNet's n-gram self-attention"
-                                                                                             : NULL;
+                             : c->entity_vocab_size && !backend->gather_rows ? "LUKE's entity embeddings and attention"
+                                                                             : NULL;
     if (family_ops)
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "%s has no kernels on the %s backend",
                           family_ops, backend->name);
@@ -34504,6 +34728,11 @@ typedef struct pf__encode_extras {
     const int32_t *const *global; /* pf_encode_global's: 0 or 1 a token (NULL, or a row's NULL: the head's default) */
     const float *const *regions;  /* pf_encode_regions': num_regions[b] x visual_embedding_dim floats a row */
     const int *num_regions;       /* NULL: no row has regions */
+    const int32_t *const *entity_ids;       /* pf_encode_entities': num_entities[b] entity ids a row */
+    const int32_t *const *entity_positions; /* num_entities[b] x mention_length word positions a row, -1 after a
+                                               mention's last */
+    const int *num_entities;                /* NULL: no row has entities */
+    int mention_length;
 } pf__encode_extras;
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
@@ -34764,6 +34993,56 @@ static pf_result pf__check_regions(pf_model *m, const pf__encode_extras *extras,
     return PF_OK;
 }
 
+/* Row b's entities (pf_encode_entities): a count of 0 or more, ids and positions for a count above
+   0, each id in the entity vocabulary, each position one of the row's words or -1, and room for
+   them after the row's words. */
+static pf_result pf__check_entities(pf_model *m, const pf__encode_extras *extras, int b, int length, int regions) {
+    const pf__config *c = &m->config;
+    int count = extras->num_entities[b], room = m->group->cache_len - length - regions, width = extras->mention_length;
+    if (count < 0) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d entities", b, count);
+    if (count > 0 && (!extras->entity_ids || !extras->entity_ids[b] || !extras->entity_positions ||
+                      !extras->entity_positions[b]))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d entities without their ids or positions (NULL)", b, count);
+    if (count > room)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens and %d entities exceed max_sequence_length %d "
+                        "(%d entities fit after its tokens)", b, length, count, m->group->cache_len, room);
+    for (int k = 0; k < count; k++) {
+        int32_t id = extras->entity_ids[b][k];
+        if (id < 0 || id >= c->entity_vocab_size)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, entity %d: id %d is outside the entity vocabulary "
+                            "(0..%d)", b, k, (int)id, c->entity_vocab_size - 1);
+        for (int i = 0; i < width; i++) {
+            int32_t p = extras->entity_positions[b][(size_t)k * width + i];
+            if (p < -1 || p >= length)
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, entity %d: position %d is neither one of the "
+                                "row's %d tokens (0..%d) nor -1", b, k, (int)p, length, length - 1);
+        }
+    }
+    return PF_OK;
+}
+
+/* The step's entity arrays (pf__step's layout) from the rows', into one allocation: ids [E], then
+   positions [mention_length][E], then scales [E] (1 / the mention's positions; 1 for none, whose
+   sum is zero as transformers' is). */
+static int32_t *pf__entity_rows(const pf__encode_extras *extras, int batch, int total) {
+    size_t E = (size_t)total, width = (size_t)extras->mention_length;
+    int32_t *rows = (int32_t *)malloc(E * (width + 2) * sizeof(int32_t));
+    if (!rows) return NULL;
+    int32_t *positions = rows + E;
+    float *scales = (float *)(positions + width * E);
+    for (int b = 0, e = 0; b < batch; b++)
+        for (int k = 0; k < extras->num_entities[b]; k++, e++) {
+            rows[e] = extras->entity_ids[b][k];
+            int count = 0;
+            for (size_t i = 0; i < width; i++) {
+                positions[i * E + (size_t)e] = extras->entity_positions[b][(size_t)k * width + i];
+                count += positions[i * E + (size_t)e] >= 0;
+            }
+            scales[e] = count ? 1.0f / (float)count : 1.0f;
+        }
+    return rows;
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
    alone), and its outputs compacted into e; extras: pf_encode_layout's boxes, pf_encode_global's
@@ -34774,7 +35053,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     static const pf__encode_extras none;
     if (!extras) extras = &none;
     const int32_t *const *boxes = extras->boxes, *const *global = extras->global;
-    const int *num_regions = extras->num_regions;
+    const int *num_regions = extras->num_regions, *num_entities = extras->num_entities;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
@@ -34821,11 +35100,25 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                             "least: transformers leaves a shorter row unpooled but reads position terms made for a pooled "
                             "one)", b, lengths[b], c->funnel_blocks - 1, pf__funnel_shortest_row(c));
         if (num_regions && (r = pf__check_regions(m, extras, b, lengths[b]))) return r;
+        if (num_entities &&
+            (r = pf__check_entities(m, extras, b, lengths[b], num_regions ? num_regions[b] : 0)))
+            return r;
+        if (c->classify_entities && (num_entities ? num_entities[b] : 0) < c->classify_entities)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d entit%s: %s classifies %s (pf_encode_entities)", b,
+                            num_entities ? num_entities[b] : 0, num_entities && num_entities[b] == 1 ? "y" : "ies",
+                            c->class_name, c->classify_entities == 1 ? "its first entity" : "its first two entities");
         if (c->classify_before_last_token && lengths[b] < 2)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d token: %s reads the token before the text's last",
                             b, lengths[b], c->class_name);
-        if (lengths[b] + (num_regions ? num_regions[b] : 0) > T) T = lengths[b] + (num_regions ? num_regions[b] : 0);
+        int row = lengths[b] + (num_regions ? num_regions[b] : 0) + (num_entities ? num_entities[b] : 0);
+        if (row > T) T = row;
     }
+    int num_entity_rows = 0;
+    for (int b = 0; num_entities && b < batch; b++) num_entity_rows += num_entities[b];
+    int most = c->max_positions + c->position_offset; /* the entity position table's rows */
+    if (num_entity_rows && (extras->mention_length < 1 || extras->mention_length > most))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "mention_length %d: an entity's positions take 1 to %d values "
+                        "(max_position_embeddings)", extras->mention_length, most);
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE &&
                     c->head != PF_HEAD_NEXT_SENTENCE;
@@ -34841,6 +35134,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     for (int b = 0; num_regions && b < batch; b++) any_regions |= num_regions[b] > 0;
     size_t width = (size_t)c->visual_embedding_dim;
     float *region_rows = any_regions ? (float *)calloc(N * width, sizeof(float)) : NULL; /* zeros at the text */
+    int32_t *entity_rows = num_entity_rows ? pf__entity_rows(extras, batch, num_entity_rows) : NULL;
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
@@ -34852,7 +35146,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                 ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (c->local_attention && !global_tokens) ||
-               (any_regions && !region_rows) || !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
+               (any_regions && !region_rows) || (num_entity_rows && !entity_rows) || !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
@@ -34866,7 +35160,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     for (int b = 0; !r && b < batch; b++) {
         int regions = num_regions ? num_regions[b] : 0;
-        pads[b] = T - lengths[b] - regions;
+        pads[b] = T - lengths[b] - regions - (num_entities ? num_entities[b] : 0);
         for (int k = 0; k < regions; k++) padded_types[(size_t)(b + 1) * T - regions + k] = 1; /* visual_token_type_ids */
         if (regions)
             memcpy(region_rows + ((size_t)(b + 1) * T - regions) * width, extras->regions[b], regions * width * sizeof(float));
@@ -34887,6 +35181,14 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                                 .global_tokens = any_global ? global_tokens : NULL,
                                 .regions = region_rows,
                                 .num_regions = any_regions ? num_regions : NULL,
+                                .entity_ids = entity_rows,
+                                .entity_positions = entity_rows ? entity_rows + num_entity_rows : NULL,
+                                .entity_scales = entity_rows ? (const float *)(entity_rows + (size_t)num_entity_rows *
+                                                                               (1 + (size_t)extras->mention_length))
+                                                             : NULL,
+                                .num_entities = entity_rows ? num_entities : NULL,
+                                .num_entity_rows = num_entity_rows,
+                                .mention_length = extras->mention_length,
                                 .batch = batch,
                                 .seq_len = T,
                                 .pad = pads,
@@ -34932,6 +35234,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     pf_encoding_free(e);
     free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(region_rows), free(hidden);
+    free(entity_rows);
     free(logits);
     free(pool_at);
     return r;
@@ -35468,6 +35771,27 @@ pf_result pf_encode_regions(pf_model *m, const int32_t *const *ids, const int32_
                      region_dim, m->config.model_type, m->config.visual_embedding_dim);
     } else {
         pf__encode_extras extras = {.regions = regions, .num_regions = num_regions};
+        r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_entities(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                             const int32_t *const *entity_ids, const int32_t *const *entity_positions,
+                             const int *num_entities, int mention_length, const int *lengths, int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    pf_result r = pf__request_lock(m, "pf_encode_entities");
+    if (r) return r;
+    if (!m->config.entity_vocab_size) {
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no entities: pf_encode runs it", m->config.model_type);
+    } else if (m->group && m->group->mpi) {
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "entities across processes (MPI) are not implemented: run LUKE's ranks in "
+                     "one process");
+    } else {
+        pf__encode_extras extras = {.entity_ids = entity_ids, .entity_positions = entity_positions,
+                                    .num_entities = num_entities, .mention_length = mention_length};
         r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
     }
     pf__request_unlock(m);
@@ -39389,6 +39713,31 @@ static pf_result pf__check_stacks(pf_model *m) {
     return PF_OK;
 }
 
+/* LUKE's optional tensors against the config that says which it has: the entity-aware queries
+   with use_entity_aware_attention (every layer, or none), the entity table's projection where its
+   width is not the hidden size. */
+static pf_result pf__check_entity_tensors(pf_model *m) {
+    const pf__config *c = &m->config;
+    if (!c->entity_vocab_size) return PF_OK;
+    int projected = m->sources[PF__SLOT_ENTITY_DENSE].data != NULL;
+    if (projected != (c->entity_emb_size != c->hidden_size))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: \"entity_emb_size\" %d with hidden_size %d %s "
+                        "entity_embeddings.entity_embedding_dense.weight, which the checkpoint %s", m->dir,
+                        c->entity_emb_size, c->hidden_size, projected ? "takes no" : "needs", projected ? "has" : "lacks");
+    for (int l = 0; l < c->num_layers; l++) {
+        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        int has = m->sources[base + PF__SLOT_W2E_Q_WEIGHT].data && m->sources[base + PF__SLOT_E2W_Q_WEIGHT].data &&
+                  m->sources[base + PF__SLOT_E2E_Q_WEIGHT].data;
+        int any = m->sources[base + PF__SLOT_W2E_Q_WEIGHT].data || m->sources[base + PF__SLOT_E2W_Q_WEIGHT].data ||
+                  m->sources[base + PF__SLOT_E2E_Q_WEIGHT].data;
+        if (c->entity_aware_attention ? !has : any)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: \"use_entity_aware_attention\" is %s but layer %d %s the "
+                            "w2e_query, e2w_query and e2e_query projections", m->dir,
+                            c->entity_aware_attention ? "true" : "false", l, c->entity_aware_attention ? "lacks" : "has");
+    }
+    return PF_OK;
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape; then the front ends,
    the tensors no slot consumed, and the scalings and limits that depend on what was found. */
 static pf_result pf__resolve_sources(pf_model *m) {
@@ -39403,7 +39752,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
     if ((r = pf__split_conv_output(m))) return r;
-    if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
+    if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m)) || (r = pf__check_entity_tensors(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
@@ -39780,6 +40129,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
     if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
     if (m->sources && m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) info.region_dim = c->visual_embedding_dim;
+    info.entity_vocab_size = c->entity_vocab_size;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;

@@ -175,6 +175,8 @@ typedef struct pf_model_info {
     int image_size, patch_size, num_channels; /* image encoders (pf_encode_images); 0 otherwise */
     int region_dim;                /* vision-and-language encoders (pf_encode_regions): the features of
                                       an object region (VisualBERT's visual_embedding_dim); 0 otherwise */
+    int entity_vocab_size;         /* entity-aware encoders (pf_encode_entities): entity ids are 0 .. this - 1
+                                      (LUKE's entity_vocab_size); 0 otherwise */
     int audio_stride;              /* speech encoders (pf_encode_audio): input samples per output frame
                                       (the convolutions' strides multiplied); 0 otherwise */
     int audio_min_samples;         /* speech encoders: the fewest samples that make one frame */
@@ -697,6 +699,32 @@ pf_result pf_encode_global(pf_model *model, const int32_t *const *ids, const int
 pf_result pf_encode_regions(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
                             const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
                             int batch, pf_encoding **out);
+
+/* An entity-aware encoder (LUKE, model_type "luke"): pf_encode with each row's entities after its
+   words, as transformers' entity_ids and entity_position_ids give them. Row b has num_entities[b]
+   entities: entity_ids[b] holds their ids in the model's entity vocabulary (pf_model_info.
+   entity_vocab_size; the ids LUKE's tokenizer gives from its entity_vocab.json, which the library
+   does not read: the caller looks them up), entity_positions[b] num_entities[b] x mention_length
+   values, entity after entity: the positions among the row's lengths[b] tokens (from 0) of the
+   entity's mention, -1 for none (transformers' entity_position_ids, padded with -1 to
+   max_mention_length; each entity's position embedding is the mean of its positions' rows). Every
+   entity is attended (entity_attention_mask all 1: to leave one out, give fewer) and of token type
+   0 (entity_token_type_ids 0, what LUKE's tokenizer gives). num_entities NULL, or num_entities[b]
+   0, for a row of words alone (as pf_encode runs the model). The encoding's row b has lengths[b] +
+   num_entities[b] positions, the words' then the entities' (transformers' last_hidden_state, then
+   entity_last_hidden_state; offsets count both; a per-token head's logits likewise).
+   LukeForEntityClassification and ...ForEntityPairClassification give PF_HEAD_SEQUENCE_CLASSIFICATION
+   logits from each row's first entity, or its first two side by side (a row with fewer is refused,
+   pf_encode's rows too). Results: as
+   pf_encode's; PF_ERROR_INVALID_ARGUMENT also for a count below 0, ids or positions (or a row's)
+   NULL with a count above 0, an id outside the entity vocabulary, a position neither -1 nor one of
+   the row's tokens, mention_length outside 1 .. max_position_embeddings, words and entities together
+   beyond max_sequence_length (the row and entity named); PF_ERROR_UNSUPPORTED for a model that
+   takes no entities, and for a group of ranks in several processes (MPI). Threads: as pf_encode. */
+pf_result pf_encode_entities(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                             const int32_t *const *entity_ids, const int32_t *const *entity_positions,
+                             const int *num_entities, int mention_length, const int *lengths, int batch,
+                             pf_encoding **out);
 
 /* An image encoder (ViT, DeiT): images already preprocessed as the model's image processor does
    (resized, rescaled, normalised), pixels [batch][num_channels][image_size][image_size] floats

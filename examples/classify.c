@@ -3,7 +3,8 @@
    (bart-large-mnli, DeBERTa MNLI checkpoints), on N ranks.
 
    build/classify MODEL_DIR [--gpus N] [--device cpu|cuda|auto] [--pair TEXT2] [--top K]
-                  [--function softmax|sigmoid|none] [--global-tokens I,J,...] [--regions FILE] TEXT
+                  [--function softmax|sigmoid|none] [--global-tokens I,J,...] [--regions FILE]
+                  [--entities ID@I,J;ID@K...] TEXT
    build/classify MODEL_DIR [...] --labels A,B,C [--template "This example is {}."] [--multi-label] TEXT
 
    Prints "score label" lines, best first. Plain classification scores the model's labels (their
@@ -18,7 +19,10 @@
    image as object regions: --regions FILE holds their features as float32 little-endian values,
    region after region, each the model's region_dim wide (an object detector's output, as
    transformers' visual_embeds takes it), after the text's tokens (pf_encode_regions); without it
-   the text runs alone. Errors go to stderr (exit 1; 2 for the command line). */
+   the text runs alone. An entity-aware classifier (LUKE's entity and entity-pair heads) reads the
+   text's entities: --entities gives each one's id in the model's entity vocabulary and its
+   mention's token positions (0 the first, special tokens counted), entities apart by ';'
+   (pf_encode_entities). Errors go to stderr (exit 1; 2 for the command line). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +34,8 @@
 #define MAX_LABELS 4096 /* labels a head has, or candidates a zero-shot run takes */
 #define MAX_GLOBAL 256  /* --global-tokens' positions */
 #define MAX_REGION_BYTES (64u << 20) /* --regions' file */
+#define MAX_ENTITIES 64 /* --entities' entities */
+#define MAX_MENTION 32  /* an entity's positions */
 
 typedef enum { FUNCTION_DEFAULT, FUNCTION_SOFTMAX, FUNCTION_SIGMOID, FUNCTION_NONE } score_function;
 
@@ -48,6 +54,8 @@ static int usage(FILE *out) {
             "                      0 the first, special tokens counted) instead of the first token alone\n"
             "  --regions FILE      a vision-and-language model's object regions: float32 LE features, region after\n"
             "                      region, each the model's region width (VisualBERT's visual_embedding_dim)\n"
+            "  --entities E        an entity-aware model's entities: ID@I,J;ID@K... each entity's id and its\n"
+            "                      mention's token positions (0 the first, special tokens counted)\n"
             "  --help              this text\n");
     return out == stdout ? 0 : 2;
 }
@@ -114,11 +122,49 @@ typedef struct regions {
     int count, width;
 } regions;
 
+/* The entities the model reads with the text (--entities): ids [count] and positions [count][width]
+   (-1 after a mention's last). */
+typedef struct entities {
+    int32_t ids[MAX_ENTITIES], positions[MAX_ENTITIES * MAX_MENTION];
+    int count, width;
+} entities;
+
+/* --entities' "ID@I,J;ID@K" into e; -1 when it is not that. */
+static int parse_entities(const char *text, entities *e) {
+    int32_t positions[MAX_ENTITIES][MAX_MENTION];
+    int lengths[MAX_ENTITIES];
+    e->count = e->width = 0;
+    for (const char *p = text; *p;) {
+        char *end;
+        long id = strtol(p, &end, 10);
+        if (end == p || *end != '@' || id < 0 || id > 2000000000L || e->count == MAX_ENTITIES) return -1;
+        int n = 0;
+        for (p = end + 1;;) {
+            long at = strtol(p, &end, 10);
+            if (end == p || at < 0 || at > 1000000000L || n == MAX_MENTION) return -1;
+            positions[e->count][n++] = (int32_t)at;
+            p = end;
+            if (*p != ',') break;
+            p++;
+        }
+        if (*p && *p != ';') return -1;
+        if (*p) p++;
+        e->ids[e->count] = (int32_t)id;
+        lengths[e->count++] = n;
+        if (n > e->width) e->width = n;
+    }
+    for (int k = 0; k < e->count; k++)
+        for (int i = 0; i < e->width; i++) e->positions[k * e->width + i] = i < lengths[k] ? positions[k][i] : -1;
+    return e->count ? 0 : -1;
+}
+
 /* Logits of the sequence-classification head for `count` (text, pairs[i]) rows (pairs NULL: the
    text alone), max_batch at a time, into logits [count][num_labels]; global: --global-tokens'
-   positions (NULL: pf_encode, the head's default); image: --regions' (NULL: none), each row's. */
+   positions (NULL: pf_encode, the head's default); image: --regions' (NULL: none), each row's;
+   named: --entities' (NULL: none), each row's. */
 static pf_result classify_rows(pf_model *model, const char *text, char *const *pairs, int count, int max_batch,
-                               const int *global, int num_global, const regions *image, float *logits) {
+                               const int *global, int num_global, const regions *image, const entities *named,
+                               float *logits) {
     pf_model_info info = pf_get_info(model);
     pf_result r = PF_OK;
     for (int first = 0; first < count && !r; first += max_batch) {
@@ -132,8 +178,14 @@ static pf_result classify_rows(pf_model *model, const char *text, char *const *p
         const float *features[MAX_LABELS];
         int counts[MAX_LABELS];
         for (int i = 0; image && i < n; i++) features[i] = image->features, counts[i] = image->count;
+        const int32_t *entity_ids[MAX_LABELS], *entity_positions[MAX_LABELS];
+        for (int i = 0; named && i < n; i++)
+            entity_ids[i] = named->ids, entity_positions[i] = named->positions, counts[i] = named->count;
         if (!r && image)
             r = pf_encode_regions(model, (const int32_t *const *)rows, NULL, features, counts, image->width, lengths, n, &e);
+        else if (!r && named)
+            r = pf_encode_entities(model, (const int32_t *const *)rows, NULL, entity_ids, entity_positions, counts,
+                                   named->width, lengths, n, &e);
         else if (!r)
             r = global ? pf_encode_global(model, (const int32_t *const *)rows, NULL, (const int32_t *const *)masks, lengths, n, &e)
                        : pf_encode(model, (const int32_t *const *)rows, NULL, lengths, n, &e);
@@ -198,6 +250,8 @@ int main(int argc, char **argv) {
     const char *dir = NULL, *text = NULL, *pair = NULL, *labels = NULL, *template = "This example is {}.";
     const char *regions_path = NULL;
     regions image = {NULL, 0, 0};
+    static entities named;
+    int has_entities = 0;
     int ranks = 0 /* every device */, top = MAX_LABELS, multi_label = 0, global[MAX_GLOBAL], num_global = -1;
     score_function function = FUNCTION_DEFAULT;
     pf_parallel_options po = pf_parallel_options_init();
@@ -211,6 +265,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--template") && v) template = argv[++i];
         else if (!strcmp(a, "--multi-label")) multi_label = 1;
         else if (!strcmp(a, "--regions") && v) regions_path = argv[++i];
+        else if (!strcmp(a, "--entities") && v) {
+            if (parse_entities(argv[++i], &named)) return usage(stderr);
+            has_entities = 1;
+        }
         else if (!strcmp(a, "--global-tokens") && v) {
             num_global = 0;
             for (const char *p = argv[++i]; *p && num_global >= 0;) {
@@ -240,7 +298,7 @@ int main(int argc, char **argv) {
     }
     if (!dir || !text || ranks < 0 || top < 1 || (labels && (pair || function != FUNCTION_DEFAULT)) ||
         (!labels && multi_label) ||
-        (regions_path && (labels || num_global >= 0)))
+        ((regions_path || has_entities) && (labels || num_global >= 0)) || (regions_path && has_entities))
         return usage(stderr);
 
     /* the candidate labels of a zero-shot run, split at commas */
@@ -278,7 +336,7 @@ int main(int argc, char **argv) {
         } else if ((r = pf_parallelize(model, ranks, &po)) ||
                    (r = classify_rows(model, text, labels ? pairs : NULL, rows, po.max_batch,
                                       num_global >= 0 ? global : NULL, num_global, regions_path ? &image : NULL,
-                                      logits))) {
+                                      has_entities ? &named : NULL, logits))) {
             status = fail(model, r);
         } else if (labels) {
             float scores[MAX_LABELS];

@@ -14,6 +14,8 @@ PF_PRIVATE const struct pf__stack pf__stacks[] = {
     {PF__SLOT_POS_QK_BIAS, {PF__SLOT_POS_Q_BIAS, PF__SLOT_POS_K_BIAS}, 2},
     {PF__SLOT_QKV_GLOBAL_WEIGHT, {PF__SLOT_Q_GLOBAL_WEIGHT, PF__SLOT_K_GLOBAL_WEIGHT, PF__SLOT_V_GLOBAL_WEIGHT}, 3},
     {PF__SLOT_QKV_GLOBAL_BIAS, {PF__SLOT_Q_GLOBAL_BIAS, PF__SLOT_K_GLOBAL_BIAS, PF__SLOT_V_GLOBAL_BIAS}, 3},
+    {PF__SLOT_ENTITY_Q_WEIGHT, {PF__SLOT_W2E_Q_WEIGHT, PF__SLOT_E2W_Q_WEIGHT, PF__SLOT_E2E_Q_WEIGHT}, 3},
+    {PF__SLOT_ENTITY_Q_BIAS, {PF__SLOT_W2E_Q_BIAS, PF__SLOT_E2W_Q_BIAS, PF__SLOT_E2E_Q_BIAS}, 3},
 };
 PF_PRIVATE const size_t pf__stacks_count = sizeof pf__stacks / sizeof pf__stacks[0]; /* for the files that see no size */
 
@@ -1256,6 +1258,19 @@ static pf_result pf__config_region_head(const pf__json *first, pf__config *c, co
                       path, first->string, c->model_type);
 }
 
+/* LUKE's heads on entities: ...ForEntityClassification (the first entity's state) and
+   ...ForEntityPairClassification (the first two's side by side) classify a row as sequence
+   classification does; ...ForEntitySpanClassification and ForMaskedLM's entity predictions are not
+   implemented. 1: the head is one of these (set), 0: the generic heads decide, else an error. */
+static int pf__config_entity_head(const pf__json *first, pf__config *c) {
+    const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+    c->classify_entities = pf__has_suffix(name, "ForEntityClassification") ? 1
+                           : pf__has_suffix(name, "ForEntityPairClassification") ? 2 : 0;
+    if (!c->classify_entities) return 0;
+    c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
+    return 1;
+}
+
 static pf_result pf__config_head(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"ForMaskedLM", PF_HEAD_MASKED_LM}, {"ForSequenceClassification", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -1293,6 +1308,15 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     if (pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ) return pf__config_seq2seq_head(first, c, path, message, size);
     if (strcmp(pf__config_key(c->arch, offsetof(pf__config, visual_embedding_dim)), "(derived)"))
         return pf__config_region_head(first, c, path, message, size);
+    if (strcmp(pf__config_key(c->arch, offsetof(pf__config, entity_vocab_size)), "(derived)")) { /* LUKE */
+        if (pf__config_entity_head(first, c)) return PF_OK;
+        const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+        if (pf__has_suffix(name, "ForEntitySpanClassification") || pf__has_suffix(name, "ForMaskedLM"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported yet (%s's "
+                              "...Model, ...ForEntityClassification, ...ForEntityPairClassification, "
+                              "...ForSequenceClassification, ...ForTokenClassification, ...ForQuestionAnswering and "
+                              "...ForMultipleChoice are)", path, name, c->model_type);
+    }
     c->head = PF_HEAD_NONE;
     if (!first || first->type != PF__JSON_STRING) return PF_OK; /* the tensors must then be the bare encoder's */
     size_t len = strlen(first->string);
@@ -1989,6 +2013,11 @@ static pf_result pf__config_derive(const char *path, pf__config *cfg, char *mess
         cfg->max_positions = side * side + 1 + cfg->distillation;
     }
     if (cfg->intermediate_size == 0) cfg->intermediate_size = a->mlp_ratio * cfg->hidden_size;
+    if (strcmp(pf__config_key(cfg->arch, offsetof(pf__config, entity_vocab_size)), "(derived)") &&
+        (cfg->entity_vocab_size < 1 || cfg->entity_vocab_size > 100000000 || cfg->entity_emb_size < 1 ||
+         cfg->entity_emb_size > 1000000)) /* LUKE */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"entity_vocab_size\" %d and \"entity_emb_size\" %d are not "
+                          "sizes", path, cfg->entity_vocab_size, cfg->entity_emb_size);
     if (!cfg->shared_vocab && cfg->decoder_vocab_size > 0) { /* Marian's own target vocabulary */
         cfg->src_vocab_size = cfg->vocab_size;
         cfg->vocab_size = cfg->decoder_vocab_size;

@@ -130,7 +130,7 @@ typedef struct pf__cuda_rank_state {
     float *choice;            /* [2 logit_rows PF_CUDA_TOP_K_MAX]: a step's arg-max or top-k candidates,
                                  values then ids (int32), on the device; ranks holding vocabulary rows */
     void *choice_host;        /* the same in pinned host memory (pf_cuda_host_alloc) */
-    int32_t *expert_rows;     /* [max_tokens]: mixtures of experts: one expert's tokens (pf__backend.gather_rows) */
+    int32_t *expert_rows;     /* [max_tokens, or more]: gather_rows' rows (one expert's tokens, LUKE's doubled heads) */
     float *expert_scales;     /* [max_tokens]: their routing weights */
     pf__cuda_graph graphs[PF__CUDA_GRAPHS]; /* captured decode steps */
     unsigned long long graph_clock;
@@ -268,7 +268,7 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
     rs->x16_elements = rs->x16 ? T * k_max : 0;
     if (width)
         rs->partials = (float *)pf__rank_alloc(
-            r, pf_cuda_attention_scratch_floats(g->max_batch, r->share.heads, c->head_dim) * sizeof(float));
+            r, pf_cuda_attention_scratch_floats(g->max_batch, r->share.heads, pf__attend_head_dim(c)) * sizeof(float));
     if (half) {
         rs->inv_freq = (float *)pf__rank_alloc(r, half * sizeof(float));
         rs->inv_freq_host = (float *)malloc(half * sizeof(float));
@@ -279,8 +279,10 @@ static int pf__cuda_alloc_scratch(pf__rank *r, pf__cuda_rank_state *rs) {
         rs->reduce_sum = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
         if (gs->mixed) rs->reduce_tmp = (float *)pf__rank_alloc(r, T * wide * sizeof(float));
     }
-    if (c->num_experts > 0 || c->trigram_input || c->funnel) { /* MobileBERT's trigrams gather 3 rows a token, Funnel's pooling 1 */
-        rs->expert_rows = (int32_t *)pf__rank_alloc(r, (c->trigram_input ? 3 : 1) * T * sizeof(int32_t));
+    if (c->num_experts > 0 || c->trigram_input || c->funnel || c->entity_vocab_size) {
+        /* MobileBERT's trigrams gather 3 rows a token, Funnel's pooling 1, LUKE's doubled heads 6 a head */
+        size_t rows = c->trigram_input ? 3 * T : c->entity_aware_attention ? T * 6 * (size_t)r->share.heads : 0;
+        rs->expert_rows = (int32_t *)pf__rank_alloc(r, (rows > T ? rows : T) * sizeof(int32_t));
         rs->expert_scales = (float *)pf__rank_alloc(r, T * sizeof(float));
     }
     rs->pad = (int *)pf__rank_alloc(r, batch * sizeof(int));

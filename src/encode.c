@@ -101,6 +101,11 @@ typedef struct pf__encode_extras {
     const int32_t *const *global; /* pf_encode_global's: 0 or 1 a token (NULL, or a row's NULL: the head's default) */
     const float *const *regions;  /* pf_encode_regions': num_regions[b] x visual_embedding_dim floats a row */
     const int *num_regions;       /* NULL: no row has regions */
+    const int32_t *const *entity_ids;       /* pf_encode_entities': num_entities[b] entity ids a row */
+    const int32_t *const *entity_positions; /* num_entities[b] x mention_length word positions a row, -1 after a
+                                               mention's last */
+    const int *num_entities;                /* NULL: no row has entities */
+    int mention_length;
 } pf__encode_extras;
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
@@ -361,6 +366,56 @@ static pf_result pf__check_regions(pf_model *m, const pf__encode_extras *extras,
     return PF_OK;
 }
 
+/* Row b's entities (pf_encode_entities): a count of 0 or more, ids and positions for a count above
+   0, each id in the entity vocabulary, each position one of the row's words or -1, and room for
+   them after the row's words. */
+static pf_result pf__check_entities(pf_model *m, const pf__encode_extras *extras, int b, int length, int regions) {
+    const pf__config *c = &m->config;
+    int count = extras->num_entities[b], room = m->group->cache_len - length - regions, width = extras->mention_length;
+    if (count < 0) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d entities", b, count);
+    if (count > 0 && (!extras->entity_ids || !extras->entity_ids[b] || !extras->entity_positions ||
+                      !extras->entity_positions[b]))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d entities without their ids or positions (NULL)", b, count);
+    if (count > room)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens and %d entities exceed max_sequence_length %d "
+                        "(%d entities fit after its tokens)", b, length, count, m->group->cache_len, room);
+    for (int k = 0; k < count; k++) {
+        int32_t id = extras->entity_ids[b][k];
+        if (id < 0 || id >= c->entity_vocab_size)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, entity %d: id %d is outside the entity vocabulary "
+                            "(0..%d)", b, k, (int)id, c->entity_vocab_size - 1);
+        for (int i = 0; i < width; i++) {
+            int32_t p = extras->entity_positions[b][(size_t)k * width + i];
+            if (p < -1 || p >= length)
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, entity %d: position %d is neither one of the "
+                                "row's %d tokens (0..%d) nor -1", b, k, (int)p, length, length - 1);
+        }
+    }
+    return PF_OK;
+}
+
+/* The step's entity arrays (pf__step's layout) from the rows', into one allocation: ids [E], then
+   positions [mention_length][E], then scales [E] (1 / the mention's positions; 1 for none, whose
+   sum is zero as transformers' is). */
+static int32_t *pf__entity_rows(const pf__encode_extras *extras, int batch, int total) {
+    size_t E = (size_t)total, width = (size_t)extras->mention_length;
+    int32_t *rows = (int32_t *)malloc(E * (width + 2) * sizeof(int32_t));
+    if (!rows) return NULL;
+    int32_t *positions = rows + E;
+    float *scales = (float *)(positions + width * E);
+    for (int b = 0, e = 0; b < batch; b++)
+        for (int k = 0; k < extras->num_entities[b]; k++, e++) {
+            rows[e] = extras->entity_ids[b][k];
+            int count = 0;
+            for (size_t i = 0; i < width; i++) {
+                positions[i * E + (size_t)e] = extras->entity_positions[b][(size_t)k * width + i];
+                count += positions[i * E + (size_t)e] >= 0;
+            }
+            scales[e] = count ? 1.0f / (float)count : 1.0f;
+        }
+    return rows;
+}
+
 /* Fills the host arrays of one encoder request: rows left-padded to the longest (pads are
    masked and take positions from the first real token, so every row computes what it would
    alone), and its outputs compacted into e; extras: pf_encode_layout's boxes, pf_encode_global's
@@ -371,7 +426,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     static const pf__encode_extras none;
     if (!extras) extras = &none;
     const int32_t *const *boxes = extras->boxes, *const *global = extras->global;
-    const int *num_regions = extras->num_regions;
+    const int *num_regions = extras->num_regions, *num_entities = extras->num_entities;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
@@ -418,11 +473,25 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                             "least: transformers leaves a shorter row unpooled but reads position terms made for a pooled "
                             "one)", b, lengths[b], c->funnel_blocks - 1, pf__funnel_shortest_row(c));
         if (num_regions && (r = pf__check_regions(m, extras, b, lengths[b]))) return r;
+        if (num_entities &&
+            (r = pf__check_entities(m, extras, b, lengths[b], num_regions ? num_regions[b] : 0)))
+            return r;
+        if (c->classify_entities && (num_entities ? num_entities[b] : 0) < c->classify_entities)
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d entit%s: %s classifies %s (pf_encode_entities)", b,
+                            num_entities ? num_entities[b] : 0, num_entities && num_entities[b] == 1 ? "y" : "ies",
+                            c->class_name, c->classify_entities == 1 ? "its first entity" : "its first two entities");
         if (c->classify_before_last_token && lengths[b] < 2)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d token: %s reads the token before the text's last",
                             b, lengths[b], c->class_name);
-        if (lengths[b] + (num_regions ? num_regions[b] : 0) > T) T = lengths[b] + (num_regions ? num_regions[b] : 0);
+        int row = lengths[b] + (num_regions ? num_regions[b] : 0) + (num_entities ? num_entities[b] : 0);
+        if (row > T) T = row;
     }
+    int num_entity_rows = 0;
+    for (int b = 0; num_entities && b < batch; b++) num_entity_rows += num_entities[b];
+    int most = c->max_positions + c->position_offset; /* the entity position table's rows */
+    if (num_entity_rows && (extras->mention_length < 1 || extras->mention_length > most))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "mention_length %d: an entity's positions take 1 to %d values "
+                        "(max_position_embeddings)", extras->mention_length, most);
     size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE &&
                     c->head != PF_HEAD_NEXT_SENTENCE;
@@ -438,6 +507,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     for (int b = 0; num_regions && b < batch; b++) any_regions |= num_regions[b] > 0;
     size_t width = (size_t)c->visual_embedding_dim;
     float *region_rows = any_regions ? (float *)calloc(N * width, sizeof(float)) : NULL; /* zeros at the text */
+    int32_t *entity_rows = num_entity_rows ? pf__entity_rows(extras, batch, num_entity_rows) : NULL;
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
     pf_encoding *e = (pf_encoding *)calloc(1, sizeof *e);
@@ -449,7 +519,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                 ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
     if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (c->local_attention && !global_tokens) ||
-               (any_regions && !region_rows) || !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
+               (any_regions && !region_rows) || (num_entity_rows && !entity_rows) || !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
         pool_at[b] = decoder                ? T - lengths[b] + pf__score_position(c, ids[b], lengths[b])
@@ -463,7 +533,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     for (int b = 0; !r && b < batch; b++) {
         int regions = num_regions ? num_regions[b] : 0;
-        pads[b] = T - lengths[b] - regions;
+        pads[b] = T - lengths[b] - regions - (num_entities ? num_entities[b] : 0);
         for (int k = 0; k < regions; k++) padded_types[(size_t)(b + 1) * T - regions + k] = 1; /* visual_token_type_ids */
         if (regions)
             memcpy(region_rows + ((size_t)(b + 1) * T - regions) * width, extras->regions[b], regions * width * sizeof(float));
@@ -484,6 +554,14 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                                 .global_tokens = any_global ? global_tokens : NULL,
                                 .regions = region_rows,
                                 .num_regions = any_regions ? num_regions : NULL,
+                                .entity_ids = entity_rows,
+                                .entity_positions = entity_rows ? entity_rows + num_entity_rows : NULL,
+                                .entity_scales = entity_rows ? (const float *)(entity_rows + (size_t)num_entity_rows *
+                                                                               (1 + (size_t)extras->mention_length))
+                                                             : NULL,
+                                .num_entities = entity_rows ? num_entities : NULL,
+                                .num_entity_rows = num_entity_rows,
+                                .mention_length = extras->mention_length,
                                 .batch = batch,
                                 .seq_len = T,
                                 .pad = pads,
@@ -529,6 +607,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     }
     pf_encoding_free(e);
     free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(region_rows), free(hidden);
+    free(entity_rows);
     free(logits);
     free(pool_at);
     return r;
@@ -1065,6 +1144,27 @@ pf_result pf_encode_regions(pf_model *m, const int32_t *const *ids, const int32_
                      region_dim, m->config.model_type, m->config.visual_embedding_dim);
     } else {
         pf__encode_extras extras = {.regions = regions, .num_regions = num_regions};
+        r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_entities(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                             const int32_t *const *entity_ids, const int32_t *const *entity_positions,
+                             const int *num_entities, int mention_length, const int *lengths, int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    pf_result r = pf__request_lock(m, "pf_encode_entities");
+    if (r) return r;
+    if (!m->config.entity_vocab_size) {
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no entities: pf_encode runs it", m->config.model_type);
+    } else if (m->group && m->group->mpi) {
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "entities across processes (MPI) are not implemented: run LUKE's ranks in "
+                     "one process");
+    } else {
+        pf__encode_extras extras = {.entity_ids = entity_ids, .entity_positions = entity_positions,
+                                    .num_entities = num_entities, .mention_length = mention_length};
         r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
     }
     pf__request_unlock(m);

@@ -73,6 +73,87 @@ static void pf__rank_embed_regions(pf__rank *r, const pf__step *s, float *x) {
     }
 }
 
+/* LUKE's entities, the last num_entities[b] positions of row b of x (after the words' embedding
+   and its norm, whose values there they replace): e = the entity table's row (through
+   entity_embedding_dense, when narrower than hidden) + the mean of the entity position table's rows
+   at the mention's positions + the entity type table's row 0, normed by the entities' own norm,
+   each sum in transformers' order. The tables are whole on every rank; the entities are computed
+   in rows 0..E-1 of h, one step of E rows (embed gives zeros for a position of -1, outside the
+   table). */
+static void pf__rank_embed_entities(pf__rank *r, const pf__step *s, float *x) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t E = (size_t)s->num_entity_rows, d = (size_t)c->hidden_size, T = (size_t)s->seq_len;
+    if (!E) return;
+    int32_t *identity = r->entity_gather + r->group->max_tokens * 7 * (size_t)r->share.heads;
+    pf__step rows;
+    memset(&rows, 0, sizeof rows);
+    rows.batch = 1;
+    rows.seq_len = (int)E;
+    rows.ids = s->entity_ids;
+    float *e = r->h;
+    if (PF__HAS(W[PF__SLOT_ENTITY_DENSE])) {
+        be->embed(r, r->entity_rows, &W[PF__SLOT_ENTITY_EMBED], &rows, 1.0f, 0);
+        be->matmul(r, e, r->entity_rows, &W[PF__SLOT_ENTITY_DENSE], NULL, E);
+    } else {
+        be->embed(r, e, &W[PF__SLOT_ENTITY_EMBED], &rows, 1.0f, 0);
+    }
+    /* part = the sum of the mention's position rows, then entity_rows = part / count */
+    for (int k = 0; k < s->mention_length; k++) {
+        rows.ids = s->entity_positions + (size_t)k * E;
+        be->embed(r, k ? r->entity_rows : r->part, &W[PF__SLOT_ENTITY_POSITION_EMBED], &rows, 1.0f, 0);
+        if (k) be->add_residual(r, r->part, r->entity_rows, NULL, E, d);
+    }
+    for (size_t i = 0; i < E; i++) identity[i] = (int32_t)i;
+    be->gather_rows(r, r->entity_rows, r->part, identity, s->entity_scales, E, d);
+    be->add_residual(r, e, r->entity_rows, NULL, E, d);
+    rows.ids = r->group->zero_ids; /* transformers' entity_token_type_ids: 0 */
+    be->embed(r, r->part, &W[PF__SLOT_ENTITY_TYPE_EMBED], &rows, 1.0f, 0);
+    be->add_residual(r, e, r->part, NULL, E, d);
+    be->norm(r, e, e, &W[PF__SLOT_ENTITY_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_ENTITY_NORM_BIAS]), E, d,
+             (float)c->norm_eps, PF__NORM_LAYER);
+    for (size_t b = 0, first = 0; b < (size_t)s->batch; first += (size_t)s->num_entities[b++])
+        if (s->num_entities[b])
+            be->copy(r, x + ((b + 1) * T - (size_t)s->num_entities[b]) * d, e + first * d,
+                     (size_t)s->num_entities[b] * d * sizeof(float));
+}
+
+/* LUKE's entity-aware attention as attend over doubled heads (pf__rank_entity_attention): the host
+   rows its two gathers read, for the step's shape, and the zero head they read uploaded after the
+   pool. Head h of a position's qkv row [q' | k' | v'] (heads of 2 head_dim) gathers from the pool
+   [N][q | k | v] then [N][w2e | e2w | e2e] (heads of head_dim; the zero head after them):
+     a word:    q' = [q | w2e],   k' = [k | 0], v' = [v | 0]
+     an entity: q' = [e2w | e2e], k' = [0 | k], v' = [v | 0]
+   so that q'.k' is a word's query for a word's key, w2e's for an entity's, and an entity's e2w for
+   a word's, e2e for an entity's; the output's head h is the first half of attend's. */
+static void pf__rank_entity_gathers(pf__rank *r, const pf__step *s) {
+    const pf__config *c = &r->group->model->config;
+    size_t heads = (size_t)r->share.heads, T = (size_t)s->seq_len, N = (size_t)s->batch * T, hd = (size_t)c->head_dim;
+    if (!heads) return;
+    int32_t *q = r->entity_gather, *out = q + N * 6 * heads;
+    int32_t second = (int32_t)(N * 3 * heads), zero = (int32_t)(r->group->max_tokens * 6 * heads); /* in heads */
+    for (size_t n = 0; n < N; n++) {
+        size_t b = n / T, t = n % T;
+        int entity = s->num_entities && t >= T - (size_t)s->num_entities[b];
+        int32_t own = (int32_t)(n * 3 * heads), *row = q + n * 6 * heads;
+        for (size_t h = 0; h < heads; h++) {
+            int32_t query = own + (int32_t)h, key = own + (int32_t)(heads + h), value = own + (int32_t)(2 * heads + h);
+            int32_t w2e = second + query, e2w = w2e + (int32_t)heads, e2e = e2w + (int32_t)heads;
+            row[2 * h] = entity ? e2w : query;
+            row[2 * h + 1] = entity ? e2e : w2e;
+            row[2 * heads + 2 * h] = entity ? zero : key;
+            row[2 * heads + 2 * h + 1] = entity ? key : zero;
+            row[4 * heads + 2 * h] = value;
+            row[4 * heads + 2 * h + 1] = zero;
+            out[n * heads + h] = (int32_t)(n * 2 * heads + 2 * h);
+        }
+    }
+    r->backend->upload(r, r->entity_pool + (size_t)zero * hd,
+                       r->entity_gather + pf__entity_gather_count(c, r->share.heads, r->group->max_tokens) - hd,
+                       hd * sizeof(float));
+}
+
 /* x (rows of `width`) += position table row + token type row, then the embedding norm: what
    follows the token embedding, each where the model has it. */
 static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__tower *t, float *x, size_t width) {
@@ -114,6 +195,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
+    if (s->entity_ids) pf__rank_embed_entities(r, s, x);
 }
 
 /* x = token embedding (* sqrt(hidden)) (projected in) (+ position table) (normed); each rank
@@ -488,6 +570,29 @@ static void pf__rank_attention(pf__rank *r, const pf__step *s, const pf__weight 
     }
 }
 
+/* LUKE's entity-aware attention on the block's input h, into attn: the rank's heads of q, k, v and
+   of the entity-aware queries w2e, e2w, e2e into the pool, gathered into doubled heads (see
+   pf__rank_entity_gathers) that attend runs at 2 head_dim with the scale of head_dim, and the
+   first half of each output head gathered back. A row without entities runs as the words' plain
+   attention (their keys' second halves zero). */
+static void pf__rank_entity_attention(pf__rank *r, const pf__step *s, const pf__weight *L, const float *in,
+                                      void *k_cache, void *v_cache, const pf__attn_shape *shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t N = (size_t)s->batch * s->seq_len, heads = (size_t)shape->heads, hd = (size_t)c->head_dim;
+    if (!heads) return; /* a rank without heads: nothing to attend, its output rows none */
+    be->matmul(r, r->entity_pool, in, &L[PF__SLOT_QKV_WEIGHT], PF__OR_NULL(L[PF__SLOT_QKV_BIAS]), N);
+    be->matmul(r, r->entity_pool + N * 3 * heads * hd, in, &L[PF__SLOT_ENTITY_Q_WEIGHT],
+               PF__OR_NULL(L[PF__SLOT_ENTITY_Q_BIAS]), N);
+    be->gather_rows(r, r->qkv, r->entity_pool, r->entity_gather, NULL, N * 6 * heads, hd);
+    pf__attn_shape doubled = *shape;
+    doubled.head_dim = 2 * shape->head_dim;
+    doubled.qkv_bias = NULL;
+    be->kv_append(r, k_cache, v_cache, r->qkv, s, &doubled);
+    be->attend(r, r->entity_pool, r->qkv, k_cache, v_cache, s, &doubled);
+    be->gather_rows(r, r->attn, r->entity_pool, r->entity_gather + N * 6 * heads, NULL, N * heads, hd);
+}
+
 /* Multi-head latent attention (DeepSeek V2/V3) on the block's input h, into attn (the rank's heads,
    v_head_dim each): q = h Wq_r^T, or low-rank q_b_r(norm(q_a(h))); the latent row [c | k_rope] =
    h Wkv_a^T (whole on every rank), appended to the cache as norm(c) and rotated k_rope; then
@@ -562,6 +667,7 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     void *k_cache = r->k_cache ? (char *)r->k_cache + cache_layer * cache_stride : NULL; /* NULL: a rank without heads */
     void *v_cache = r->v_cache ? (char *)r->v_cache + cache_layer * cache_stride : NULL;
     if (c->kv_lora_rank) pf__rank_latent_attention(r, s, L, attn_in, k_cache, shape);
+    else if (c->entity_aware_attention) pf__rank_entity_attention(r, s, L, attn_in, k_cache, v_cache, shape);
     else pf__rank_attention(r, s, L, l, attn_in, k_cache, v_cache, shape);
     /* part = attn Wo_r^T: this rank's share of the output projection */
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
@@ -797,6 +903,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
         pf__rank_embed(r, s, t);
         if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
     }
+    if (r->group->model->config.entity_aware_attention) pf__rank_entity_gathers(r, s);
     pf__attn_shape shape = pf__rank_attn_shape(r, t);
     pf__residual residual = {0, NULL};
     for (int l = t->first_block; l < t->end_block && !pf__rank_failed(r); l++) {
@@ -1346,6 +1453,13 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
                 size_t regions = s->num_regions ? (size_t)s->num_regions[b] : 0, at = (b + 1) * (size_t)s->seq_len - regions - 2;
                 be->copy(r, r->h + b * d, r->x + at * d, d * sizeof(float));
             }
+            features = r->h;
+        }
+        if (c->classify_entities) { /* LUKE: row b's first entity's state (and its second's after it) */
+            size_t k = (size_t)c->classify_entities;
+            for (size_t b = 0; b < B; b++)
+                be->copy(r, r->h + b * k * d, r->x + ((b + 1) * (size_t)s->seq_len - (size_t)s->num_entities[b]) * d,
+                         k * d * sizeof(float));
             features = r->h;
         }
         be->matmul(r, r->head_out, features, &W[head], PF__OR_NULL(W[head + 1]), B);

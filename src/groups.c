@@ -64,7 +64,8 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                                  ? "ConvBERT's span-based dynamic convolution"
                              : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
                              : c->ngram && !backend->ngram_attend ? "ProphetNet's n-gram self-attention"
-                                                                                             : NULL;
+                             : c->entity_vocab_size && !backend->gather_rows ? "LUKE's entity embeddings and attention"
+                                                                             : NULL;
     if (family_ops)
         return pf__format(pf__error_buffer(m), PF__MESSAGE_SIZE, PF_ERROR_UNSUPPORTED, "%s has no kernels on the %s backend",
                           family_ops, backend->name);

@@ -358,6 +358,15 @@ typedef enum {
     PF__SLOT_VISUAL_POSITION_EMBED,    /* [max_positions, hidden] */
     /* ProphetNet's decoder (pf__config.ngram > 0): the predict stream's input, in place of a token's */
     PF__SLOT_NGRAM_EMBED,           /* [ngram, hidden]: the first predict stream adds row ngram - 1 */
+    /* LUKE's entities (the last positions of a row, pf_encode_entities): the entity table's row through
+       the dense projection (when entity_emb_size is not hidden), plus the mean of the position table's
+       rows at the entity's mention positions, plus the type table's row 0, then their own norm */
+    PF__SLOT_ENTITY_EMBED,             /* [entity_vocab_size, entity_emb_size] */
+    PF__SLOT_ENTITY_DENSE,             /* [hidden, entity_emb_size] (no bias) */
+    PF__SLOT_ENTITY_POSITION_EMBED,    /* [max_positions, hidden] */
+    PF__SLOT_ENTITY_TYPE_EMBED,        /* [type_vocab_size, hidden] */
+    PF__SLOT_ENTITY_NORM_WEIGHT,       /* [hidden] */
+    PF__SLOT_ENTITY_NORM_BIAS,         /* [hidden] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -478,6 +487,15 @@ typedef enum {
     PF__SLOT_K_GLOBAL_BIAS,    /* [KV] */
     PF__SLOT_V_GLOBAL_WEIGHT,  /* [KV, hidden] */
     PF__SLOT_V_GLOBAL_BIAS,    /* [KV] */
+    /* LUKE's entity-aware attention (use_entity_aware_attention): the queries of a word for the
+       entities' keys (w2e), of an entity for the words' (e2w) and for the entities' (e2e), split
+       with the heads as the query is */
+    PF__SLOT_W2E_Q_WEIGHT,     /* [Q, hidden] */
+    PF__SLOT_W2E_Q_BIAS,       /* [Q] */
+    PF__SLOT_E2W_Q_WEIGHT,     /* [Q, hidden] */
+    PF__SLOT_E2W_Q_BIAS,       /* [Q] */
+    PF__SLOT_E2E_Q_WEIGHT,     /* [Q, hidden] */
+    PF__SLOT_E2E_Q_BIAS,       /* [Q] */
     /* MobileBERT's bottleneck blocks (bottleneck_width B > 0): the block works at width B between
        a projection in and one out; its attention output, MLPs and their norms are [B] wide */
     PF__SLOT_BOTTLENECK_IN_WEIGHT,      /* [B, hidden]: the block's input into its residual stream, */
@@ -536,6 +554,8 @@ typedef enum {
     PF__SLOT_POS_QK_BIAS,
     PF__SLOT_QKV_GLOBAL_WEIGHT,/* [q_r | k_r | v_r, hidden] of Longformer's global projections */
     PF__SLOT_QKV_GLOBAL_BIAS,
+    PF__SLOT_ENTITY_Q_WEIGHT,  /* [w2e_r | e2w_r | e2e_r, hidden] of LUKE's entity-aware queries */
+    PF__SLOT_ENTITY_Q_BIAS,
     PF__SLOT_COUNT
 } pf__slot;
 #define PF__LAYER_SLOTS (PF__SLOT_COUNT - PF__SLOT_FIRST_LAYER)
@@ -772,6 +792,13 @@ typedef struct pf__config {
     int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
     int max_2d_positions;           /* LayoutLM's box coordinates (and widths, heights) are 0 .. this - 1 */
     int visual_embedding_dim;       /* VisualBERT: the features of an object region (pf_encode_regions); 0: none taken */
+    int entity_vocab_size;          /* LUKE: entity ids 0 .. this - 1 (pf_encode_entities); 0: no entities taken */
+    int entity_emb_size;            /* LUKE: the entity table's width (projected to hidden when it differs) */
+    int entity_aware_attention;     /* LUKE's use_entity_aware_attention: words' and entities' own queries for
+                                       each other's keys (PF__SLOT_ENTITY_Q_*) */
+    int classify_entities;          /* LUKE's heads on entities: the sequence classifier reads each row's first
+                                       entity's state (1), or its first two's side by side (2: entity pairs),
+                                       not the pooled output; 0: neither */
     int classify_before_last_token; /* 1: the sequence classifier reads the state of each row's text token before
                                        its last (VisualBERT's VQA head: transformers' attention_mask.sum(1) - 2,
                                        the token before [SEP]), not the pooled output */
@@ -1072,6 +1099,16 @@ typedef struct pf__arch_config {
 } pf__arch_config;
 /* The value heads' width: latent attention's v_head_dim, else head_dim. */
 static inline int pf__value_head_dim(const pf__config *c) { return c->v_head_dim ? c->v_head_dim : c->head_dim; }
+/* The width of a head as attend sees it: LUKE's entity-aware attention runs each head doubled, its
+   query the two queries for words' and entities' keys side by side, a word's key [k | 0] and an
+   entity's [0 | k] (pf__rank_entity_attention) */
+static inline int pf__attend_head_dim(const pf__config *c) { return c->entity_aware_attention ? 2 * c->head_dim : c->head_dim; }
+/* LUKE's host gather rows of a rank of `heads` heads (pf__rank_entity_gathers): the doubled heads'
+   [T][6 heads], the attention output's [T][heads], the entities' [T]; then head_dim zeros, uploaded
+   as the zero half of the doubled heads */
+static inline size_t pf__entity_gather_count(const pf__config *c, int heads, size_t T) {
+    return T * (7 * (size_t)heads + 1) + (size_t)c->head_dim;
+}
 #define PF__FIELD_IS_DOUBLE(field) (sizeof(((pf__config *)0)->field) == sizeof(double))
 #define PF__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1649,6 +1686,15 @@ typedef struct pf__step {
                                attention, 0 elsewhere (pads too); NULL: no token has */
     const float *regions;   /* host, [batch][seq_len][visual_embedding_dim]: VisualBERT's region features at
                                their positions (row b's last num_regions[b]; zeros elsewhere), or NULL: none */
+    /* LUKE's entities (pf_encode_entities), the last num_entities[b] positions of row b, numbered
+       row after row (e < num_entity_rows): */
+    const int32_t *entity_ids;       /* host, [num_entity_rows]: entity vocabulary ids; NULL: no entities */
+    const int32_t *entity_positions; /* host, [mention_length][num_entity_rows]: the word positions (in the
+                                        row's words, from 0) whose position rows an entity averages, -1 past
+                                        its mention's end */
+    const float *entity_scales;      /* host, [num_entity_rows]: 1 / the mention's position count */
+    const int *num_entities;         /* host, [batch] */
+    int num_entity_rows, mention_length;
     const int *num_regions; /* host, [batch]: the regions ending each row (its text before them); set with regions */
     int cross_len;          /* an encoder-decoder's decoder step: the encoder's positions per row
                                (its output's keys and values are in the ranks' cross caches) */
@@ -2014,6 +2060,12 @@ struct pf__rank {
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
     float *region_in;         /* VisualBERT: [max_tokens][visual_embedding_dim], the step's region features */
+    /* LUKE (pf__rank_embed_entities, pf__rank_entity_attention): [max_tokens][max(entity_emb_size, hidden)]
+       the entities' rows; [max_tokens][6 q_r] + [head_dim] the projections the entity-aware attention
+       gathers its doubled heads from (q | k | v, then w2e | e2w | e2e; a zero head_dim at the end);
+       host, owned: the gathers' rows (pf__entity_gather_count) */
+    float *entity_rows, *entity_pool;
+    int32_t *entity_gather;
     pf__allocation *allocations;
     size_t num_allocations, allocations_cap;
     size_t bytes[PF__MEM_KINDS];

@@ -502,6 +502,31 @@ static pf_result pf__check_stacks(pf_model *m) {
     return PF_OK;
 }
 
+/* LUKE's optional tensors against the config that says which it has: the entity-aware queries
+   with use_entity_aware_attention (every layer, or none), the entity table's projection where its
+   width is not the hidden size. */
+static pf_result pf__check_entity_tensors(pf_model *m) {
+    const pf__config *c = &m->config;
+    if (!c->entity_vocab_size) return PF_OK;
+    int projected = m->sources[PF__SLOT_ENTITY_DENSE].data != NULL;
+    if (projected != (c->entity_emb_size != c->hidden_size))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: \"entity_emb_size\" %d with hidden_size %d %s "
+                        "entity_embeddings.entity_embedding_dense.weight, which the checkpoint %s", m->dir,
+                        c->entity_emb_size, c->hidden_size, projected ? "takes no" : "needs", projected ? "has" : "lacks");
+    for (int l = 0; l < c->num_layers; l++) {
+        size_t base = pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        int has = m->sources[base + PF__SLOT_W2E_Q_WEIGHT].data && m->sources[base + PF__SLOT_E2W_Q_WEIGHT].data &&
+                  m->sources[base + PF__SLOT_E2E_Q_WEIGHT].data;
+        int any = m->sources[base + PF__SLOT_W2E_Q_WEIGHT].data || m->sources[base + PF__SLOT_E2W_Q_WEIGHT].data ||
+                  m->sources[base + PF__SLOT_E2E_Q_WEIGHT].data;
+        if (c->entity_aware_attention ? !has : any)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: \"use_entity_aware_attention\" is %s but layer %d %s the "
+                            "w2e_query, e2w_query and e2e_query projections", m->dir,
+                            c->entity_aware_attention ? "true" : "false", l, c->entity_aware_attention ? "lacks" : "has");
+    }
+    return PF_OK;
+}
+
 /* Finds the source tensor of every slot, checking presence, dtype and shape; then the front ends,
    the tensors no slot consumed, and the scalings and limits that depend on what was found. */
 static pf_result pf__resolve_sources(pf_model *m) {
@@ -516,7 +541,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
     if ((r = pf__split_conv_output(m))) return r;
-    if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m))) return r;
+    if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m)) || (r = pf__check_entity_tensors(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;
@@ -893,6 +918,7 @@ pf_model_info pf_get_info(const pf_model *m) {
     if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
     if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
     if (m->sources && m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) info.region_dim = c->visual_embedding_dim;
+    info.entity_vocab_size = c->entity_vocab_size;
     info.head = c->head;
     info.num_labels = c->num_labels;
     info.eos_token_ids = c->eos_ids;

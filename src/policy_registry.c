@@ -100,7 +100,9 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
-        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
+        PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -134,6 +136,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, POS_Q_WEIGHT) PF__NAME(PF__SLOT_, POS_Q_BIAS) PF__NAME(PF__SLOT_, POS_K_WEIGHT) PF__NAME(PF__SLOT_, POS_K_BIAS)
         PF__NAME(PF__SLOT_, Q_GLOBAL_WEIGHT) PF__NAME(PF__SLOT_, Q_GLOBAL_BIAS) PF__NAME(PF__SLOT_, K_GLOBAL_WEIGHT)
         PF__NAME(PF__SLOT_, K_GLOBAL_BIAS) PF__NAME(PF__SLOT_, V_GLOBAL_WEIGHT) PF__NAME(PF__SLOT_, V_GLOBAL_BIAS)
+        PF__NAME(PF__SLOT_, W2E_Q_WEIGHT) PF__NAME(PF__SLOT_, W2E_Q_BIAS) PF__NAME(PF__SLOT_, E2W_Q_WEIGHT)
+        PF__NAME(PF__SLOT_, E2W_Q_BIAS) PF__NAME(PF__SLOT_, E2E_Q_WEIGHT) PF__NAME(PF__SLOT_, E2E_Q_BIAS)
         PF__NAME(PF__SLOT_, BOTTLENECK_IN_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_IN_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, BOTTLENECK_IN_NORM_BIAS) PF__NAME(PF__SLOT_, BOTTLENECK_QK_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_BIAS)
         PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_WEIGHT) PF__NAME(PF__SLOT_, BOTTLENECK_QK_NORM_BIAS)
@@ -153,7 +157,8 @@ static const char *pf__slot_name(int v) {
     /* built on each rank from the slots above, never read from files */
     case PF__SLOT_QKV_WEIGHT: case PF__SLOT_QKV_BIAS: case PF__SLOT_MLP_IN_WEIGHT: case PF__SLOT_MLP_IN_BIAS:
     case PF__SLOT_SHARED_IN_WEIGHT: case PF__SLOT_SHARED_IN_BIAS: case PF__SLOT_POS_QK_WEIGHT: case PF__SLOT_POS_QK_BIAS:
-    case PF__SLOT_QKV_GLOBAL_WEIGHT: case PF__SLOT_QKV_GLOBAL_BIAS: case PF__SLOT_COUNT: return NULL;
+    case PF__SLOT_QKV_GLOBAL_WEIGHT: case PF__SLOT_QKV_GLOBAL_BIAS: case PF__SLOT_ENTITY_Q_WEIGHT: case PF__SLOT_ENTITY_Q_BIAS:
+    case PF__SLOT_COUNT: return NULL;
     }
     return NULL;
 }
@@ -1228,10 +1233,12 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_QKV_FUSED_WEIGHT: *rows = q + 2 * kv; *cols = h; break;
     case PF__SLOT_QKV_FUSED_BIAS: *rows = q + 2 * kv; break;
     case PF__SLOT_Q_WEIGHT: case PF__SLOT_CROSS_Q_WEIGHT: case PF__SLOT_POS_Q_WEIGHT: case PF__SLOT_Q_GLOBAL_WEIGHT:
+    case PF__SLOT_W2E_Q_WEIGHT: case PF__SLOT_E2W_Q_WEIGHT: case PF__SLOT_E2E_Q_WEIGHT:
         *rows = q;
         *cols = slot == PF__SLOT_Q_WEIGHT ? inner : h; /* a bottleneck's q reads its shared input (then folded into q) */
         break;
-    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: case PF__SLOT_Q_GLOBAL_BIAS: *rows = q; break;
+    case PF__SLOT_Q_BIAS: case PF__SLOT_CROSS_Q_BIAS: case PF__SLOT_POS_Q_BIAS: case PF__SLOT_Q_GLOBAL_BIAS:
+    case PF__SLOT_W2E_Q_BIAS: case PF__SLOT_E2W_Q_BIAS: case PF__SLOT_E2E_Q_BIAS: *rows = q; break;
     case PF__SLOT_K_WEIGHT: case PF__SLOT_V_WEIGHT: case PF__SLOT_CROSS_K_WEIGHT: case PF__SLOT_CROSS_V_WEIGHT: case PF__SLOT_POS_K_WEIGHT:
     case PF__SLOT_K_GLOBAL_WEIGHT: case PF__SLOT_V_GLOBAL_WEIGHT:
         *rows = kv;
@@ -1288,7 +1295,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
         *rows = c->embed_norm_before_project ? e : h;
         break;
     case PF__SLOT_POOLER_WEIGHT: *rows = h; *cols = h; break;
-    case PF__SLOT_CLASSIFIER_WEIGHT: *rows = (size_t)c->num_labels; *cols = h; break;
+    case PF__SLOT_CLASSIFIER_WEIGHT: /* LUKE's entity pairs: two entities' states side by side */
+        *rows = (size_t)c->num_labels;
+        *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1);
+        break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_PROJECTION:
@@ -1309,6 +1319,10 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_NGRAM_EMBED: *rows = (size_t)c->ngram; *cols = h; break;
     case PF__SLOT_NGRAM_REL_WEIGHT: *rows = (size_t)c->rel_buckets * c->num_heads; *cols = h; break;
     case PF__SLOT_NGRAM_REL_BIAS: *rows = (size_t)c->rel_buckets * c->num_heads; break;
+    case PF__SLOT_ENTITY_EMBED: *rows = (size_t)c->entity_vocab_size; *cols = (size_t)c->entity_emb_size; break;
+    case PF__SLOT_ENTITY_DENSE: *rows = h; *cols = (size_t)c->entity_emb_size; break;
+    case PF__SLOT_ENTITY_POSITION_EMBED: *rows = (size_t)(c->max_positions + c->position_offset); *cols = h; break;
+    case PF__SLOT_ENTITY_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */

@@ -517,7 +517,7 @@ PF_PRIVATE size_t pf__rank_cache_layer(const pf__rank *r) {
 PF_PRIVATE size_t pf__rank_cache_width(const pf__rank *r) {
     const pf__config *c = &r->group->model->config;
     if (c->kv_lora_rank) return r->share.heads ? (size_t)c->kv_lora_rank + (size_t)c->qk_rope_head_dim : 0;
-    return (size_t)r->share.kv_heads * c->head_dim;
+    return (size_t)r->share.kv_heads * pf__attend_head_dim(c);
 }
 
 /* Runs on the rank's thread: slices every weight into the rank's memory (stacked slots as one
@@ -786,7 +786,8 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
     if (c->trigram_input && !r->counting && !r->trigram_rows && /* host memory: once, not in the counting pass */
         !(r->trigram_rows = (int32_t *)malloc(3 * T * sizeof(int32_t))))
         pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
-    r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * sizeof(float));
+    size_t attend_width = (size_t)pf__attend_head_dim(c) / hd; /* LUKE's doubled heads */
+    r->qkv = (float *)pf__rank_alloc(r, T * (q_width + 2 * kv_width) * attend_width * sizeof(float));
     size_t v_width = (size_t)r->share.heads * pf__value_head_dim(c); /* latent attention's value heads may be wider */
     r->attn = (float *)pf__rank_alloc(r, T * (v_width > q_width ? v_width : q_width) * sizeof(float));
     if (c->kv_lora_rank) /* kv_a_proj's rows, then q_a_proj's */
@@ -845,6 +846,15 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
     if (m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data)
         r->region_in = (float *)pf__rank_alloc(r, T * (size_t)c->visual_embedding_dim * sizeof(float));
+    if (c->entity_vocab_size) { /* LUKE: the entities' rows, the entity-aware attention's projections and gathers */
+        size_t width = (size_t)c->entity_emb_size > hidden ? (size_t)c->entity_emb_size : hidden;
+        r->entity_rows = (float *)pf__rank_alloc(r, T * width * sizeof(float));
+        if (c->entity_aware_attention) /* then a zero head */
+            r->entity_pool = (float *)pf__rank_alloc(r, (T * 6 * q_width + hd) * sizeof(float));
+        if (!r->counting && !r->entity_gather && /* host memory: once, not in the counting pass; its zeros stay */
+            !(r->entity_gather = (int32_t *)calloc(pf__entity_gather_count(c, r->share.heads, T), sizeof(int32_t))))
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     if (r->world == 0 && m->sources[PF__SLOT_PROJECTION].data)
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||

@@ -93,9 +93,11 @@ int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c);
 void test_gen_cases_with_model_defaults(const pf_model *m, test_gen_case *cases, int count);
 
 /* An encoder fixture's reference.txt (make_encoder_fixtures.py): rows of ids and token types (and
-   a layout model's boxes, a Longformer's global tokens, VisualBERT's regions). */
+   a layout model's boxes, a Longformer's global tokens, VisualBERT's regions, LUKE's entities). */
 #define TEST_ENCODER_ROWS 4
 #define TEST_MAX_REGION_FLOATS 256 /* a row's region features */
+#define TEST_MAX_ENTITIES 8         /* a row's entities */
+#define TEST_MAX_MENTION 8          /* an entity's positions */
 typedef struct test_encoder_reference {
     int rows;
     int32_t ids[TEST_ENCODER_ROWS][TEST_MAX_IDS], types[TEST_ENCODER_ROWS][TEST_MAX_IDS];
@@ -111,6 +113,10 @@ typedef struct test_encoder_reference {
     int has_regions;      /* 1: VisualBERT's (regions<i>= and regions.bin): run with pf_encode_regions */
     int num_regions[TEST_ENCODER_ROWS], region_dim; /* each row's regions, after its tokens; their width */
     float regions[TEST_ENCODER_ROWS][TEST_MAX_REGION_FLOATS]; /* each row's features, region after region */
+    int has_entities;     /* 1: LUKE's (entities<i>=, mentions<i>=, mention_length=): run with pf_encode_entities */
+    int num_entities[TEST_ENCODER_ROWS], mention_length; /* each row's entities, after its tokens */
+    int32_t entity_ids[TEST_ENCODER_ROWS][TEST_MAX_ENTITIES];
+    int32_t entity_positions[TEST_ENCODER_ROWS][TEST_MAX_ENTITIES * TEST_MAX_MENTION]; /* mention_length each, -1 padded */
 } test_encoder_reference;
 int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /* 0 on success */
 

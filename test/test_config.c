@@ -426,6 +426,36 @@ static void test_visual_bert_refusals(void) {
     expect_load("VisualBERT with visual_embedding_dim 0", NULL, PF_ERROR_FORMAT, "\"visual_embedding_dim\" 0 is not a width");
 }
 
+/* LUKE: use_entity_aware_attention must say whether the layers have the entity-aware queries,
+   entity_emb_size whether the entity table is projected; the heads not implemented (span
+   classification, ForMaskedLM's entity predictions) are refused by name; the entity sizes must be
+   sizes. */
+static void test_luke_refusals(void) {
+    if (copy_fixture("luke")) return;
+    edit_file("config.json", "\"use_entity_aware_attention\": true", "\"use_entity_aware_attention\": false");
+    expect_load("LUKE without entity-aware attention over its queries", NULL, PF_ERROR_FORMAT,
+                "\"use_entity_aware_attention\" is false but layer 0 has the w2e_query, e2w_query and e2e_query projections");
+    if (copy_fixture("luke-plain")) return;
+    edit_file("config.json", "\"use_entity_aware_attention\": false", "\"use_entity_aware_attention\": true");
+    expect_load("LUKE with entity-aware attention without its queries", NULL, PF_ERROR_FORMAT,
+                "\"use_entity_aware_attention\" is true but layer 0 lacks the w2e_query");
+    if (copy_fixture("luke")) return;
+    edit_file("config.json", "\"entity_emb_size\": 20", "\"entity_emb_size\": 48");
+    expect_load("LUKE with entity_emb_size 48 over a table of 20", NULL, PF_ERROR_FORMAT,
+                "entity_embeddings.entity_embeddings.weight");
+    if (copy_fixture("luke")) return;
+    edit_file("config.json", "\"entity_vocab_size\": 30", "\"entity_vocab_size\": 0");
+    expect_load("LUKE with entity_vocab_size 0", NULL, PF_ERROR_FORMAT, "\"entity_vocab_size\" 0 and \"entity_emb_size\" 20 are not sizes");
+    static const char *const refused[] = {"LukeForMaskedLM", "LukeForEntitySpanClassification"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char name[64];
+        if (copy_fixture("luke")) return;
+        snprintf(name, sizeof name, "\"%s\"", refused[i]);
+        edit_file("config.json", "\"LukeModel\"", name);
+        expect_load(refused[i], NULL, PF_ERROR_UNSUPPORTED, "is not supported yet");
+    }
+}
+
 /* SqueezeBERT's group counts say how its convolutions' weights are stored: one that disagrees
    with a weight, or divides no channels, is refused naming the tensor and the groups; an
    embedding_size apart from hidden_size (which transformers asserts against) by name. */
@@ -1567,6 +1597,7 @@ void test_config(void) {
     test_xlm_refusals();
     test_layoutlm_refusals();
     test_visual_bert_refusals();
+    test_luke_refusals();
     test_longformer_refusals();
     test_prophetnet_refusals();
     test_mobilebert_refusals();

@@ -38,13 +38,21 @@ static void check_array(const char *what, const char *dir, const char *file, con
 typedef enum { ENCODER, DECODER, ENCODER_DECODER } fixture_kind;
 
 /* The reference's rows through pf_encode, pf_encode_layout with a layout model's boxes,
-   pf_encode_global with a Longformer's given global tokens, or pf_encode_regions with VisualBERT's
-   regions. */
+   pf_encode_global with a Longformer's given global tokens, pf_encode_regions with VisualBERT's
+   regions, or pf_encode_entities with LUKE's entities. */
 static pf_result test_encode(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
                              const int32_t *const *types, const int32_t *const *boxes, const int32_t *const *global,
                              pf_encoding **e) {
     const float *regions[TEST_ENCODER_ROWS];
-    for (int b = 0; b < ref->rows; b++) regions[b] = ref->regions[b];
+    const int32_t *entity_ids[TEST_ENCODER_ROWS], *entity_positions[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref->rows; b++) {
+        regions[b] = ref->regions[b];
+        entity_ids[b] = ref->entity_ids[b];
+        entity_positions[b] = ref->entity_positions[b];
+    }
+    if (ref->has_entities)
+        return pf_encode_entities(m, ids, types, entity_ids, entity_positions, ref->num_entities, ref->mention_length,
+                                  ref->lengths, ref->rows, e);
     return ref->has_boxes     ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
            : ref->has_global  ? pf_encode_global(m, ids, types, global, ref->lengths, ref->rows, e)
            : ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
@@ -78,7 +86,8 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         types[b] = ref.has_types ? ref.types[b] : NULL;
         boxes[b] = ref.boxes[b];
         global[b] = ref.global[b];
-        tokens += (size_t)ref.output_lengths[b] + (size_t)ref.num_regions[b]; /* Funnel's fewer than in; VisualBERT's regions after its tokens */
+        tokens += (size_t)ref.output_lengths[b] + (size_t)ref.num_regions[b] + (size_t)ref.num_entities[b]; /* Funnel's
+            fewer than in; VisualBERT's regions and LUKE's entities after its tokens */
     }
     for (int run = 0; run < (decoder ? 4 : 3); run++) {
         int ranks = run < 3 ? run + 1 : 2, chunked = run == 3;
@@ -1049,6 +1058,40 @@ static void test_visual_question_cli(void) {
     unlink(bad);
 }
 
+/* build/classify --entities on a LUKE entity classification head (luke-entity-text) against
+   transformers: the first entity's label scores with both entities of entities.txt (the ids and
+   token positions LUKE's tokenizer gave), on 2 and 3 ranks; an argument that is not entities, and
+   entities for a model without them, refused. */
+static void test_entity_classify_cli(void) {
+    char binary[1024], dir[1024], command[4096], out[1024], text[512] = "", path[1100], entities[512] = "";
+    classify_runs("luke-entity-text", NULL, 0, binary, sizeof binary, dir, sizeof dir, text, sizeof text);
+    snprintf(path, sizeof path, "%s/entities.txt", dir);
+    size_t size = 0;
+    char *lines = test_read_file(path, &size);
+    if (lines) snprintf(entities, sizeof entities, "%.*s", (int)strcspn(lines, "\n"), lines);
+    free(lines);
+    CHECK_MSG(entities[0], "%s unreadable", path);
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus %d --entities \"%s\" 2>&1", binary, dir, text,
+                 ranks, entities);
+        int status = test_run_output(command, out, sizeof out);
+        CHECK_MSG(status == 0, "%s: exit %d: %s", command, status, out);
+        snprintf(path, sizeof path, "%s/entity.txt", dir);
+        if (status == 0) check_scores(command, out, path);
+    }
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus 1 --entities 4@1,x 2>&1", binary, dir, text);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 2 && strstr(out, "usage"), "classify --entities 4@1,x: exit %d: %s", status, out);
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus 1 2>&1", binary, dir, text);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "0 entities: LukeForEntityClassification classifies its first entity"),
+              "classify without --entities: exit %d: %s", status, out);
+    snprintf(command, sizeof command, "%s %s/bart-mnli \"%s\" --device cpu --gpus 1 --entities 4@1 2>&1", binary,
+             test_fixtures, text);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "takes no entities"), "classify --entities on bart-mnli: exit %d: %s", status, out);
+}
+
 /* Fixture `name` loaded and split over `ranks` CPU ranks (max_batch 2), or NULL with the failure
    reported. */
 static pf_model *load_on_cpu(const char *name, int ranks) {
@@ -1069,6 +1112,77 @@ static pf_model *load_on_cpu(const char *name, int ranks) {
         return NULL;
     }
     return m;
+}
+
+/* LUKE's entities: a negative count, a count without ids or positions, an id outside the entity
+   vocabulary, a position neither -1 nor one of the row's tokens, a mention_length out of range, or
+   more entities than fit after the row's tokens is refused naming the row before any work; a row
+   without entities gives what pf_encode gives; a model without entities refuses them. */
+static void test_entity_refusals(void) {
+    pf_model *m = load_on_cpu("luke", 3);
+    if (!m) return;
+    CHECK(pf_get_info(m).entity_vocab_size == 30);
+    int32_t ids[3] = {0, 17, 2}, entity[1] = {5}, far[1] = {30}, positions[2] = {1, -1}, outside[2] = {3, -1};
+    int32_t below[2] = {-2, -1};
+    const int32_t *rows[1] = {ids}, *entities[1] = {entity}, *far_entities[1] = {far}, *mentions[1] = {positions};
+    const int32_t *outside_mentions[1] = {outside}, *below_mentions[1] = {below}, *none[1] = {NULL};
+    int length = 3, one = 1, negative = -1, many = 40;
+    struct {
+        const int *count;
+        const int32_t *const *ids, *const *positions;
+        int width;
+        const char *message;
+    } bad[] = {
+        {&negative, entities, mentions, 2, "row 0: -1 entities"},
+        {&one, none, mentions, 2, "row 0: 1 entities without their ids or positions (NULL)"},
+        {&one, entities, none, 2, "row 0: 1 entities without their ids or positions (NULL)"},
+        {&one, far_entities, mentions, 2, "row 0, entity 0: id 30 is outside the entity vocabulary (0..29)"},
+        {&one, entities, outside_mentions, 2, "row 0, entity 0: position 3 is neither one of the row's 3 tokens (0..2) nor -1"},
+        {&one, entities, below_mentions, 2, "row 0, entity 0: position -2 is neither"},
+        {&one, entities, mentions, 0, "mention_length 0: an entity's positions take 1 to 40 values"},
+        {&many, entities, mentions, 2, "row 0: 3 tokens and 40 entities exceed max_sequence_length 38 (35 entities fit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_entities(m, rows, NULL, bad[i].ids, bad[i].positions, bad[i].count, bad[i].width, &length, 1, &e) ==
+                  PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK_MSG(strstr(pf_error_message(m), bad[i].message) != NULL, "bad entities %zu: %s", i, pf_error_message(m));
+    }
+    /* no entities: pf_encode's encoding */
+    pf_encoding *plain = NULL, *zero = NULL, *alone = NULL;
+    int zero_count = 0;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &plain) == PF_OK);
+    CHECK(pf_encode_entities(m, rows, NULL, NULL, NULL, NULL, 0, &length, 1, &zero) == PF_OK);
+    CHECK(pf_encode_entities(m, rows, NULL, none, none, &zero_count, 2, &length, 1, &alone) == PF_OK);
+    if (plain && zero && alone) {
+        size_t n = (size_t)length * (size_t)plain->hidden_size;
+        CHECK(zero->offsets[1] == length && alone->offsets[1] == length);
+        CHECK(!memcmp(plain->last_hidden_state, zero->last_hidden_state, n * sizeof(float)));
+        CHECK(!memcmp(plain->last_hidden_state, alone->last_hidden_state, n * sizeof(float)));
+    }
+    pf_encoding_free(plain), pf_encoding_free(zero), pf_encoding_free(alone);
+    pf_free(m);
+    /* the heads on entities need a row's first one (two) */
+    static const struct { const char *name, *message; int count; } heads[] = {
+        {"luke-entity", "row 0: 0 entities: LukeForEntityClassification classifies its first entity", 0},
+        {"luke-pair", "row 0: 1 entity: LukeForEntityPairClassification classifies its first two entities", 1},
+    };
+    for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
+        if (!(m = load_on_cpu(heads[i].name, 2))) continue;
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_entities(m, rows, NULL, entities, mentions, &heads[i].count, 2, &length, 1, &e) ==
+                  PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK_MSG(strstr(pf_error_message(m), heads[i].message) != NULL, "%s: %s", heads[i].name, pf_error_message(m));
+        CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        pf_free(m);
+    }
+    if ((m = load_on_cpu("visual-bert", 1))) {
+        pf_encoding *e = NULL;
+        CHECK(pf_get_info(m).entity_vocab_size == 0);
+        CHECK(pf_encode_entities(m, rows, NULL, entities, mentions, &one, 2, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(strstr(pf_error_message(m), "model_type \"visual_bert\" takes no entities") != NULL);
+        pf_free(m);
+    }
 }
 
 /* VisualBERT's regions: a width other than the model's, a negative count, a count without
@@ -1492,6 +1606,16 @@ void test_encoders(void) {
     test_encoder_fixture("visual-bert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_region_refusals();
     test_visual_question_cli();
+    test_encoder_fixture("luke", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("luke-plain", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("luke-entity", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("luke-pair", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("luke-seq", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("luke-token", PF_HEAD_TOKEN_CLASSIFICATION, 3, 1);
+    test_encoder_fixture("luke-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("luke-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_entity_refusals();
+    test_entity_classify_cli();
     test_layout_cli();
     test_encoder_fixture("longformer", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("longformer-mlm", PF_HEAD_MASKED_LM, 120, 1);

@@ -341,6 +341,40 @@ static int test_read_regions(const char *dir, test_encoder_reference *ref) {
     return ok ? 0 : -1;
 }
 
+/* LUKE's mentions<i>=: each entity's positions, entities apart by ';', into row's mention_length
+   values each (-1 after the mention's last); 0 on success. */
+static int test_read_mentions(const char *text, test_encoder_reference *ref, int row) {
+    int e = 0;
+    for (const char *p = text; *p && *p != '\n' && *p != '\r'; e++) {
+        const char *end = strpbrk(p, ";\r\n");
+        char part[256];
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        int values[TEST_MAX_MENTION], n;
+        if (e >= TEST_MAX_ENTITIES || len >= sizeof part) return -1;
+        memcpy(part, p, len);
+        part[len] = 0;
+        if ((n = test_parse_ids(part, values, TEST_MAX_MENTION)) < 1) return -1;
+        for (int i = 0; i < TEST_MAX_MENTION; i++) ref->entity_positions[row][e * TEST_MAX_MENTION + i] = i < n ? values[i] : -1;
+        p += len;
+        if (*p == ';') p++;
+    }
+    return e == ref->num_entities[row] ? 0 : -1;
+}
+
+/* The entity positions, read TEST_MAX_MENTION wide, repacked mention_length wide. */
+static int test_pack_mentions(test_encoder_reference *ref) {
+    int width = ref->mention_length;
+    if (width < 1 || width > TEST_MAX_MENTION) return -1;
+    for (int b = 0; b < ref->rows; b++)
+        for (int e = 0; e < ref->num_entities[b]; e++)
+            for (int i = 0; i < TEST_MAX_MENTION; i++) {
+                int32_t p = ref->entity_positions[b][e * TEST_MAX_MENTION + i];
+                if (i >= width && p != -1) return -1;
+                if (i < width) ref->entity_positions[b][e * width + i] = p;
+            }
+    return 0;
+}
+
 int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
     char path[1100], line[4096];
     snprintf(path, sizeof path, "%s/reference.txt", dir);
@@ -373,12 +407,25 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
         } else if (sscanf(line, "regions%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS) {
             ref->has_regions = 1;
             ref->num_regions[row] = atoi(eq + 1);
+        } else if (!strncmp(line, "mention_length=", 15)) {
+            ref->mention_length = atoi(eq + 1);
+        } else if (sscanf(line, "entities%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
+                   (n = test_parse_ids(eq + 1, values, TEST_MAX_ENTITIES)) >= 0) {
+            ref->has_entities = 1;
+            ref->num_entities[row] = n;
+            for (int i = 0; i < n; i++) ref->entity_ids[row][i] = values[i];
+        } else if (sscanf(line, "mentions%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS) {
+            if (test_read_mentions(eq + 1, ref, row)) {
+                fclose(f);
+                return -1;
+            }
         }
     }
     fclose(f);
     for (int b = 0; b < TEST_ENCODER_ROWS; b++)
         if (!ref->output_lengths[b]) ref->output_lengths[b] = ref->lengths[b];
     if (ref->rows < 1 || ref->rows > TEST_ENCODER_ROWS) return -1;
+    if (ref->has_entities && test_pack_mentions(ref)) return -1;
     return ref->has_regions ? test_read_regions(dir, ref) : 0;
 }
 
