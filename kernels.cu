@@ -160,6 +160,8 @@ typedef struct pf_cuda_attention_args {
     int global_queries;                 /* 1 (mask 0): only the global tokens' queries, over every key; the
                                            other rows of out are left as they are */
     const int32_t *global;              /* [batch * T]: 1 for a token with global attention; NULL: none */
+    int sparse_block, sparse_random;    /* sparse_block > 0 (mask 0, past 0): BigBird's block-sparse attention,
+                                           key j in query i's softmax as often as pf_block_sparse_count says */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
@@ -959,6 +961,7 @@ struct pf_attn_args {
     int local_window;      /* > 0 (mask 0): Longformer's keys within it of the query, and the global ones */
     int global_queries;    /* 1 (mask 0): the global tokens' queries alone, the other rows untouched */
     const int32_t *global; /* [batch * T]: 1 for a token with global attention, or NULL (plain kernel only) */
+    int sparse_block, sparse_random; /* > 0 (mask 0): BigBird's block-sparse attention (plain kernel only) */
     float scale;
     float softcap;      /* > 0: a scaled score s becomes tanh(s / softcap) * softcap (Gemma 2) */
     const float *alibi; /* [heads] or NULL */
@@ -1023,6 +1026,18 @@ __device__ int pf_relative_bucket(int distance, int num_buckets, int max_distanc
     return bucket + (large < num_buckets - 1 ? large : num_buckets - 1);
 }
 
+/* BigBird's block-sparse attention in transformers' eval mode (its random blocks all block 0): how
+   many times key `key` enters query `query`'s softmax in a row of `len` tokens (both counted from
+   the row's first) cut into blocks of `block`; a row of at most (5 + 2 random) blocks' worth
+   attends fully. src/internal.h's pf__block_sparse_count says why; this one counts alike. */
+__device__ __forceinline__ int pf_block_sparse_count(int block, int random, int len, int query, int key) {
+    if (len <= (5 + 2 * random) * block) return 1;
+    int last = (len + block - 1) / block - 1, qb = query / block, kb = key / block;
+    if (qb == 0 || qb == last) return 1;
+    int near_lo = qb == 1 ? 1 : qb - 1, near_hi = qb == last - 1 ? last - 1 : qb + 1;
+    return (kb >= near_lo && kb <= near_hi) + (kb == 0 ? 1 + random : 0) + (kb == last);
+}
+
 template <typename C>
 __global__ void pf_attention_kernel(float *out, float *partials, const float *qkv, const C *k_cache, const C *v_cache,
                                     pf_attn_args a) {
@@ -1076,6 +1091,11 @@ __global__ void pf_attention_kernel(float *out, float *partials, const float *qk
                 int key = j0 + jj, distance = key > pos ? key - pos : pos - key;
                 if (a.local_window > 0 && distance > a.local_window && !(global_row && global_row[key]))
                     p[jj] = -INFINITY; /* Longformer: neither in the window nor global */
+                if (a.sparse_block > 0) { /* BigBird: score + log(times), or no key at all */
+                    int times = pf_block_sparse_count(a.sparse_block, a.sparse_random, a.past + a.T - pad, pos - pad,
+                                                      key - pad);
+                    if (times != 1) p[jj] = times ? p[jj] + logf((float)times) : -INFINITY;
+                }
             }
         }
         __syncthreads();
@@ -2203,7 +2223,7 @@ __global__ void __launch_bounds__(32 * PF_GEMV_WARPS) pf_gemv16_kernel(float *ou
 static int pf_cuda__flash_possible(struct pf_cuda_rank *st, const pf_attn_args &a, int cache_dtype,
                                    const void *k_cache, const void *v_cache) {
     if (a.T <= 1 || cache_dtype == PF_CUDA_F32 || a.mask == 2 || a.dense_bias || a.sinks || a.local_window > 0 ||
-        a.global_queries)
+        a.global_queries || a.sparse_block > 0)
         return 0;
     if (a.hd % 16 || a.hd > PF_FLASH_MAX_HEAD_DIM || (((uintptr_t)k_cache | (uintptr_t)v_cache) & 15u)) return 0;
     int major = 0, most_shared = 0;
@@ -3011,7 +3031,9 @@ int pf_cuda_kv_append(struct pf_cuda_rank *st, void *k_cache, void *v_cache, int
    (a pad's own) gets zeros. Longformer's passes (mask 0, the plain kernel, one split): local_window
    > 0 keeps the keys with |pos - j| <= local_window or global[b*T+j] (the others masked out of the
    whole sequence's range); global_queries computes the rows b*T+t with global[b*T+t] alone,
-   over every key, and leaves the others' out as it was. pad: device [batch] left pad counts, or NULL for none; rows: device
+   over every key, and leaves the others' out as it was. BigBird's (mask 0, the plain kernel, one
+   split): sparse_block > 0 counts key j pf_block_sparse_count times in the query's softmax (score +
+   log count; 0: masked out). pad: device [batch] left pad counts, or NULL for none; rows: device
    [batch], the cache row of each sequence, or NULL for row b. qkv rows are
    [q (heads * head_dim) | k (kv_heads * head_dim) | v (same)]; q head h reads kv head
    (head_begin + h) / kv_group - kv_begin; the caches hold cache_dtype. alibi: device [heads] or NULL. T > 1 (prefill):
@@ -3045,8 +3067,9 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     size_t shared = ((size_t)2 * head_dim + PF_CHUNK + 32) * sizeof(float);
     /* Keys of the (one) decode query without pads: a padded sequence's splits have fewer each. */
     int len = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
-    /* Longformer's passes: one split (a global pass leaves rows unwritten, which a combine would write) */
-    int longformer = args->local_window > 0 || args->global_queries;
+    /* Longformer's passes and BigBird's blocks: one split, the plain kernel (a global pass leaves rows
+       unwritten, which a combine would write; the other kernels know neither mask) */
+    int longformer = args->local_window > 0 || args->global_queries || args->sparse_block > 0;
     int splits = T == 1 && partials && !longformer ? pf_cuda_decode_splits(len) : 1;
     pf_attn_args a;
     a.T = T;
@@ -3065,6 +3088,8 @@ int pf_cuda_attend(struct pf_cuda_rank *st, const pf_cuda_attention_args *args) 
     a.local_window = args->local_window;
     a.global_queries = args->global_queries;
     a.global = args->global;
+    a.sparse_block = args->sparse_block;
+    a.sparse_random = args->sparse_random;
     a.scale = args->scale;
     a.softcap = args->softcap;
     a.alibi = args->alibi;

@@ -386,6 +386,9 @@ typedef enum {
     PF__SLOT_DISCRIMINATOR_OUT_BIAS,   /* [1] */
     PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
     PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
+    PF__SLOT_CLASSIFIER_DENSE_WEIGHT, /* [hidden, hidden]: a sequence classifier's own dense + the model's
+                                       activation on the first token, beside the model's pooler (BigBird's) */
+    PF__SLOT_CLASSIFIER_DENSE_BIAS, /* [hidden] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
     /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
        y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
@@ -1011,6 +1014,10 @@ typedef struct pf__config {
     int *layer_local_window;        /* [num_layers]: the one-sided window, attention_window / 2 (config.json's
                                        attention_window: one even number, or one a layer); points into
                                        layer_window's block */
+    int block_sparse;               /* 1: BigBird's block-sparse attention (attention_type "block_sparse"):
+                                       a row of more than (5 + 2 sparse_random) * sparse_block tokens
+                                       attends by pf__block_sparse_count, a shorter one fully */
+    int sparse_block, sparse_random; /* its block_size and num_random_blocks */
     int sep_token_id;               /* Longformer's separator: its question-answering and multiple-choice heads
                                        put global attention on the tokens before / after the first one */
     int temperature_tuning;         /* 1: on the layers that rotate nothing, q times 1 + temperature_scale *
@@ -1140,6 +1147,22 @@ typedef struct pf__arch_config {
     const char *key;
     double fallback;
 } pf__arch_config;
+/* BigBird's block-sparse attention as transformers computes it in eval mode, where its random
+   blocks are all block 0: how many times key `key` enters the softmax of query `query` (both
+   counted from the row's first token) in a row of `len` tokens, cut into blocks of `block` (the
+   last one padded; its pads are no keys). A row of at most (5 + 2 random) blocks' worth of tokens
+   attends fully, as transformers switches it to original_full: 1. Otherwise the first and last
+   blocks of queries see every key once; the others see the first and last blocks, their own
+   block and its neighbours (block 1: blocks 1 and 2; the one before the last: the two before
+   the last), and block 0 `random` times more. kernels.cu and test/cuda_standin.c count alike. */
+static inline int pf__block_sparse_count(int block, int random, int len, int query, int key) {
+    if (len <= (5 + 2 * random) * block) return 1;
+    int last = (len + block - 1) / block - 1, qb = query / block, kb = key / block;
+    if (qb == 0 || qb == last) return 1;
+    int near_lo = qb == 1 ? 1 : qb - 1, near_hi = qb == last - 1 ? last - 1 : qb + 1;
+    return (kb >= near_lo && kb <= near_hi) + (kb == 0 ? 1 + random : 0) + (kb == last);
+}
+
 /* The value heads' width: latent attention's v_head_dim, else head_dim. */
 static inline int pf__value_head_dim(const pf__config *c) { return c->v_head_dim ? c->v_head_dim : c->head_dim; }
 /* The width of a head as attend sees it: LUKE's entity-aware attention runs each head doubled, its
@@ -1782,6 +1805,9 @@ typedef struct pf__attn_shape {
                                |pos - j| <= local_window, and the step's global tokens (s->global_tokens) */
     int global_queries;     /* 1 (PF__MASK_BIDIRECTIONAL): only the step's global tokens' queries, over every
                                key of their sequence; the other rows of out are left as they are */
+    int sparse_block, sparse_random; /* sparse_block > 0 (PF__MASK_BIDIRECTIONAL, past 0): BigBird's
+                               block-sparse attention, key j counted pf__block_sparse_count times
+                               in query i's softmax (score + log count; 0: probability 0) */
     int rotary_dim;         /* for the rotary op */
     float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
                                factor, transformers' attention_scaling); 0: 1 */
@@ -5907,6 +5933,34 @@ static pf_result pf__config_funnel(const pf__json *json, pf__config *c, const ch
     return PF_OK;
 }
 
+/* BigBird's attention_type: "block_sparse" (transformers' default) or "original_full" (BERT's
+   attention, block_sparse 0); block_size and num_random_blocks sized for the blocks' arithmetic.
+   BigBirdForQuestionAnswering is refused: its own head (a BERT feed-forward block before qa_outputs)
+   and its logits' question mask (question_lengths) are not implemented. */
+static pf_result pf__config_block_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
+                                         size_t size) {
+    const pf__json *type = pf__json_get(json, "attention_type");
+    if (type && type->type != PF__JSON_NULL) {
+        int full = type->type == PF__JSON_STRING && !strcmp(type->string, "original_full");
+        if (!full && !(type->type == PF__JSON_STRING && !strcmp(type->string, "block_sparse")))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"attention_type\" %s%s%s is not supported "
+                              "(\"block_sparse\" and \"original_full\" are)", path, type->type == PF__JSON_STRING ? "\"" : "",
+                              type->type == PF__JSON_STRING ? type->string : "other than a name",
+                              type->type == PF__JSON_STRING ? "\"" : "");
+        c->block_sparse = !full;
+    }
+    if (c->sparse_block < 1 || c->sparse_block > 65536 || c->sparse_random < 0 || c->sparse_random > 1024)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"block_size\" %d or \"num_random_blocks\" %d does not fit "
+                          "(1 to 65536 tokens, 0 to 1024 blocks)", path, c->sparse_block, c->sparse_random);
+    if (c->block_sparse && c->sparse_random == 0) /* its gathered random keys: an empty view */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_random_blocks\" 0 with block-sparse attention "
+                          "is not supported (transformers' fails on it)", path);
+    if (c->head == PF_HEAD_QUESTION_ANSWERING)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"BigBirdForQuestionAnswering\" is not "
+                          "supported (its own head, a feed-forward block before qa_outputs, and its question mask)", path);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -5938,6 +5992,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
+    if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, sparse_block)), "(derived)"))
+        r = pf__config_block_sparse(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
     if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
@@ -7248,7 +7304,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
-        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_WEIGHT)
+        PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED)
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
@@ -8446,7 +8503,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_HEAD_TRANSFORM_BIAS: case PF__SLOT_HEAD_NORM_WEIGHT: case PF__SLOT_HEAD_NORM_BIAS:
         *rows = c->embed_norm_before_project ? e : h;
         break;
-    case PF__SLOT_POOLER_WEIGHT: *rows = h; *cols = h; break;
+    case PF__SLOT_POOLER_WEIGHT: case PF__SLOT_CLASSIFIER_DENSE_WEIGHT: *rows = h; *cols = h; break;
     case PF__SLOT_CLASSIFIER_WEIGHT: /* LUKE's entity pairs: two entities' states side by side */
         *rows = (size_t)c->num_labels;
         *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1);
@@ -24898,6 +24955,12 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
         for (size_t j = 0; j < count; j++) p[j] = p[j] * scale; /* the same value as above: slope 0 adds +0 */
     }
     if (dense) for (size_t j = 0; j < count; j++) p[j] += dense[first + j]; /* keys of this step (past 0) */
+    /* BigBird: its row's keys first.. (the whole row: first is its pad), each as often as its blocks repeat it */
+    int sparse = a->sparse_block > 0, len = (int)(first + count - pad);
+    for (size_t j = 0; sparse && j < count; j++) {
+        int times = pf__block_sparse_count(a->sparse_block, a->sparse_random, len, (int)(pos - pad), (int)(first + j - pad));
+        if (times != 1) p[j] = times ? p[j] + logf((float)times) : -INFINITY; /* exp(s + log n) = n exp(s) */
+    }
     int local = a->local_window > 0 && global_row;
     for (size_t j = 0; local && j < count; j++)
         if (!pf__local_key_seen(a, pos, first + j, global_row)) p[j] = -INFINITY; /* out of every maximum */
@@ -24913,6 +24976,9 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     kernels->exp_shifted(p, count, max);
     for (size_t k = 0; local && k < count; k++) /* exactly 0, as transformers' finfo.min gives (the exp clamps) */
         if (!pf__local_key_seen(a, pos, first + k, global_row)) p[k] = 0.0f;
+    for (size_t k = 0; sparse && k < count; k++) /* exactly 0 (the exp clamps), as transformers leaves them out */
+        if (!pf__block_sparse_count(a->sparse_block, a->sparse_random, len, (int)(pos - pad), (int)(first + k - pad)))
+            p[k] = 0.0f;
     /* independent sums (sum_shifted's sixteen chains) and one division: a chain of dependent
        double adds and a double division per key were a quarter of a long prompt's attention */
     double inverse = 1.0 / (kernels->sum_shifted(p, count, 0.0, 0) + (a->sinks ? (double)expf(sink - max) : 0.0));
@@ -27553,6 +27619,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     shape.window = 0;
     shape.chunk = 0;
     shape.local_window = 0;
+    shape.sparse_block = 0;
     shape.sinks = NULL;
     shape.alibi = NULL;
     shape.rel_bias = NULL;
@@ -27836,6 +27903,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     shape->window = c->layer_window[l];
     shape->chunk = c->layer_chunk[l];
     shape->local_window = c->local_attention && t->mask == PF__MASK_BIDIRECTIONAL ? c->layer_local_window[l] : 0;
+    shape->sparse_block = c->block_sparse && t->mask == PF__MASK_BIDIRECTIONAL ? c->sparse_block : 0;
+    shape->sparse_random = c->sparse_random;
     shape->sinks = PF__OR_NULL(L[PF__SLOT_ATTN_SINKS]);
     shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
@@ -28644,6 +28713,14 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE) {
         pf__slot head = c->head == PF_HEAD_NEXT_SENTENCE ? PF__SLOT_NEXT_SENTENCE_WEIGHT : PF__SLOT_CLASSIFIER_WEIGHT;
         const float *features = pooled;
+        if (PF__HAS(W[PF__SLOT_CLASSIFIER_DENSE_WEIGHT])) { /* BigBird's: its own dense + act on the first token */
+            for (size_t b = 0; b < B; b++)
+                be->copy(r, r->h + b * d, r->x + (b * (size_t)s->seq_len + (size_t)(s->pad ? s->pad[b] : 0)) * d,
+                         d * sizeof(float));
+            be->matmul(r, r->part, r->h, &W[PF__SLOT_CLASSIFIER_DENSE_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_DENSE_BIAS]), B);
+            be->activation(r, r->part, B * d, c->activation);
+            features = r->part; /* the pooled output, already downloaded, is the model's pooler's */
+        }
         if (c->classify_before_last_token) { /* VisualBERT's VQA: the text's token before its last, before any regions */
             for (size_t b = 0; b < B; b++) {
                 size_t regions = s->num_regions ? (size_t)s->num_regions[b] : 0, at = (b + 1) * (size_t)s->seq_len - regions - 2;
@@ -29135,6 +29212,8 @@ typedef struct pf_cuda_attention_args {
     int global_queries;                 /* 1 (mask 0): only the global tokens' queries, over every key; the
                                            other rows of out are left as they are */
     const int32_t *global;              /* [batch * T]: 1 for a token with global attention; NULL: none */
+    int sparse_block, sparse_random;    /* sparse_block > 0 (mask 0, past 0): BigBird's block-sparse attention,
+                                           key j in query i's softmax as often as pf_block_sparse_count says */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */
@@ -30298,6 +30377,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
         .local_window = a->local_window, .global_queries = a->global_queries,
         .global = s->global_tokens && (a->local_window > 0 || a->global_queries) ? rs->global_tokens : NULL,
+        .sparse_block = a->sparse_block, .sparse_random = a->sparse_random,
         .scale = a->scale,
         .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,
@@ -34164,7 +34244,8 @@ static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS, PF__SLOT_SPAN_WEIGHT, PF__SLOT_SPAN_BIAS,
     PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS, PF__SLOT_DISCRIMINATOR_WEIGHT,
     PF__SLOT_DISCRIMINATOR_BIAS, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_BIAS,
-    PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS,
+    PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS, PF__SLOT_CLASSIFIER_DENSE_WEIGHT,
+    PF__SLOT_CLASSIFIER_DENSE_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -34249,6 +34330,8 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
         for (int j = 0; mine && j < mine->num_needs; j++)
             used |= mine->needs[j] == slot || mine->needs[j] + 1 == slot; /* a weight's bias follows it */
         if (slot == PF__SLOT_DIST_CLASSIFIER_WEIGHT || slot == PF__SLOT_DIST_CLASSIFIER_BIAS) used = c->teacher_head;
+        if (slot == PF__SLOT_CLASSIFIER_DENSE_WEIGHT || slot == PF__SLOT_CLASSIFIER_DENSE_BIAS)
+            used = c->head == PF_HEAD_SEQUENCE_CLASSIFICATION; /* BigBird's, beside its pooler */
         if (slot >= PF__SLOT_HEAD_TRANSFORM_WEIGHT && slot <= PF__SLOT_HEAD_NORM_BIAS && c->head == PF_HEAD_CAUSAL_LM &&
             pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
             used = 1; /* a BERT decoder's LM head transforms its states first (its row requires the tensors) */

@@ -336,7 +336,8 @@ static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_CLASSIFIER_WEIGHT, PF__SLOT_CLASSIFIER_BIAS, PF__SLOT_SPAN_WEIGHT, PF__SLOT_SPAN_BIAS,
     PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS, PF__SLOT_DISCRIMINATOR_WEIGHT,
     PF__SLOT_DISCRIMINATOR_BIAS, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_BIAS,
-    PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS,
+    PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS, PF__SLOT_CLASSIFIER_DENSE_WEIGHT,
+    PF__SLOT_CLASSIFIER_DENSE_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -421,6 +422,8 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
         for (int j = 0; mine && j < mine->num_needs; j++)
             used |= mine->needs[j] == slot || mine->needs[j] + 1 == slot; /* a weight's bias follows it */
         if (slot == PF__SLOT_DIST_CLASSIFIER_WEIGHT || slot == PF__SLOT_DIST_CLASSIFIER_BIAS) used = c->teacher_head;
+        if (slot == PF__SLOT_CLASSIFIER_DENSE_WEIGHT || slot == PF__SLOT_CLASSIFIER_DENSE_BIAS)
+            used = c->head == PF_HEAD_SEQUENCE_CLASSIFICATION; /* BigBird's, beside its pooler */
         if (slot >= PF__SLOT_HEAD_TRANSFORM_WEIGHT && slot <= PF__SLOT_HEAD_NORM_BIAS && c->head == PF_HEAD_CAUSAL_LM &&
             pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
             used = 1; /* a BERT decoder's LM head transforms its states first (its row requires the tensors) */

@@ -1892,6 +1892,34 @@ static pf_result pf__config_funnel(const pf__json *json, pf__config *c, const ch
     return PF_OK;
 }
 
+/* BigBird's attention_type: "block_sparse" (transformers' default) or "original_full" (BERT's
+   attention, block_sparse 0); block_size and num_random_blocks sized for the blocks' arithmetic.
+   BigBirdForQuestionAnswering is refused: its own head (a BERT feed-forward block before qa_outputs)
+   and its logits' question mask (question_lengths) are not implemented. */
+static pf_result pf__config_block_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
+                                         size_t size) {
+    const pf__json *type = pf__json_get(json, "attention_type");
+    if (type && type->type != PF__JSON_NULL) {
+        int full = type->type == PF__JSON_STRING && !strcmp(type->string, "original_full");
+        if (!full && !(type->type == PF__JSON_STRING && !strcmp(type->string, "block_sparse")))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"attention_type\" %s%s%s is not supported "
+                              "(\"block_sparse\" and \"original_full\" are)", path, type->type == PF__JSON_STRING ? "\"" : "",
+                              type->type == PF__JSON_STRING ? type->string : "other than a name",
+                              type->type == PF__JSON_STRING ? "\"" : "");
+        c->block_sparse = !full;
+    }
+    if (c->sparse_block < 1 || c->sparse_block > 65536 || c->sparse_random < 0 || c->sparse_random > 1024)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"block_size\" %d or \"num_random_blocks\" %d does not fit "
+                          "(1 to 65536 tokens, 0 to 1024 blocks)", path, c->sparse_block, c->sparse_random);
+    if (c->block_sparse && c->sparse_random == 0) /* its gathered random keys: an empty view */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_random_blocks\" 0 with block-sparse attention "
+                          "is not supported (transformers' fails on it)", path);
+    if (c->head == PF_HEAD_QUESTION_ANSWERING)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"BigBirdForQuestionAnswering\" is not "
+                          "supported (its own head, a feed-forward block before qa_outputs, and its question mask)", path);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -1923,6 +1951,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
+    if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, sparse_block)), "(derived)"))
+        r = pf__config_block_sparse(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
     if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */

@@ -3849,6 +3849,12 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
         for (size_t j = 0; j < count; j++) p[j] = p[j] * scale; /* the same value as above: slope 0 adds +0 */
     }
     if (dense) for (size_t j = 0; j < count; j++) p[j] += dense[first + j]; /* keys of this step (past 0) */
+    /* BigBird: its row's keys first.. (the whole row: first is its pad), each as often as its blocks repeat it */
+    int sparse = a->sparse_block > 0, len = (int)(first + count - pad);
+    for (size_t j = 0; sparse && j < count; j++) {
+        int times = pf__block_sparse_count(a->sparse_block, a->sparse_random, len, (int)(pos - pad), (int)(first + j - pad));
+        if (times != 1) p[j] = times ? p[j] + logf((float)times) : -INFINITY; /* exp(s + log n) = n exp(s) */
+    }
     int local = a->local_window > 0 && global_row;
     for (size_t j = 0; local && j < count; j++)
         if (!pf__local_key_seen(a, pos, first + j, global_row)) p[j] = -INFINITY; /* out of every maximum */
@@ -3864,6 +3870,9 @@ static void pf__attend_softmax(const pf__cpu_kernels *kernels, float *p, size_t 
     kernels->exp_shifted(p, count, max);
     for (size_t k = 0; local && k < count; k++) /* exactly 0, as transformers' finfo.min gives (the exp clamps) */
         if (!pf__local_key_seen(a, pos, first + k, global_row)) p[k] = 0.0f;
+    for (size_t k = 0; sparse && k < count; k++) /* exactly 0 (the exp clamps), as transformers leaves them out */
+        if (!pf__block_sparse_count(a->sparse_block, a->sparse_random, len, (int)(pos - pad), (int)(first + k - pad)))
+            p[k] = 0.0f;
     /* independent sums (sum_shifted's sixteen chains) and one division: a chain of dependent
        double adds and a double division per key were a quarter of a long prompt's attention */
     double inverse = 1.0 / (kernels->sum_shifted(p, count, 0.0, 0) + (a->sinks ? (double)expf(sink - max) : 0.0));

@@ -87,6 +87,8 @@ typedef struct pf_cuda_attention_args {
     int global_queries;                 /* 1 (mask 0): only the global tokens' queries, over every key; the
                                            other rows of out are left as they are */
     const int32_t *global;              /* [batch * T]: 1 for a token with global attention; NULL: none */
+    int sparse_block, sparse_random;    /* sparse_block > 0 (mask 0, past 0): BigBird's block-sparse attention,
+                                           key j in query i's softmax as often as pf_block_sparse_count says */
     float scale;
     float softcap;                      /* > 0: scaled scores become tanh(s / softcap) * softcap first (Gemma 2) */
     const float *rel_bias;              /* [heads][rel_rows]: T5's bucketed relative bias, or NULL */

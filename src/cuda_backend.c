@@ -1078,6 +1078,7 @@ static void pf__cuda_attend(pf__rank *r, float *out, const float *qkv, const voi
         .mask = a->mask, /* PF__MASK_BIDIRECTIONAL, _CAUSAL, _CROSS: the ABI's 0, 1, 2 */
         .local_window = a->local_window, .global_queries = a->global_queries,
         .global = s->global_tokens && (a->local_window > 0 || a->global_queries) ? rs->global_tokens : NULL,
+        .sparse_block = a->sparse_block, .sparse_random = a->sparse_random,
         .scale = a->scale,
         .softcap = a->softcap,
         .rel_bias = a->rel_bias, .rel_rows = a->rel_rows, .rel_buckets = a->rel_buckets,

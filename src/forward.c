@@ -357,6 +357,7 @@ static void pf__rank_cross_attention(pf__rank *r, const pf__step *s, const pf__w
     shape.window = 0;
     shape.chunk = 0;
     shape.local_window = 0;
+    shape.sparse_block = 0;
     shape.sinks = NULL;
     shape.alibi = NULL;
     shape.rel_bias = NULL;
@@ -640,6 +641,8 @@ static void pf__rank_block(pf__rank *r, const pf__step *s, const pf__tower *t, i
     shape->window = c->layer_window[l];
     shape->chunk = c->layer_chunk[l];
     shape->local_window = c->local_attention && t->mask == PF__MASK_BIDIRECTIONAL ? c->layer_local_window[l] : 0;
+    shape->sparse_block = c->block_sparse && t->mask == PF__MASK_BIDIRECTIONAL ? c->sparse_block : 0;
+    shape->sparse_random = c->sparse_random;
     shape->sinks = PF__OR_NULL(L[PF__SLOT_ATTN_SINKS]);
     shape->rope_table = c->rope_local_theta > 0 && c->layer_local[l];
     const pf__weight *attn_norm_b = PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]);
@@ -1448,6 +1451,14 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
     if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE || c->head == PF_HEAD_NEXT_SENTENCE) {
         pf__slot head = c->head == PF_HEAD_NEXT_SENTENCE ? PF__SLOT_NEXT_SENTENCE_WEIGHT : PF__SLOT_CLASSIFIER_WEIGHT;
         const float *features = pooled;
+        if (PF__HAS(W[PF__SLOT_CLASSIFIER_DENSE_WEIGHT])) { /* BigBird's: its own dense + act on the first token */
+            for (size_t b = 0; b < B; b++)
+                be->copy(r, r->h + b * d, r->x + (b * (size_t)s->seq_len + (size_t)(s->pad ? s->pad[b] : 0)) * d,
+                         d * sizeof(float));
+            be->matmul(r, r->part, r->h, &W[PF__SLOT_CLASSIFIER_DENSE_WEIGHT], PF__OR_NULL(W[PF__SLOT_CLASSIFIER_DENSE_BIAS]), B);
+            be->activation(r, r->part, B * d, c->activation);
+            features = r->part; /* the pooled output, already downloaded, is the model's pooler's */
+        }
         if (c->classify_before_last_token) { /* VisualBERT's VQA: the text's token before its last, before any regions */
             for (size_t b = 0; b < B; b++) {
                 size_t regions = s->num_regions ? (size_t)s->num_regions[b] : 0, at = (b + 1) * (size_t)s->seq_len - regions - 2;

@@ -343,6 +343,9 @@ typedef enum {
     PF__SLOT_DISCRIMINATOR_OUT_BIAS,   /* [1] */
     PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
     PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
+    PF__SLOT_CLASSIFIER_DENSE_WEIGHT, /* [hidden, hidden]: a sequence classifier's own dense + the model's
+                                       activation on the first token, beside the model's pooler (BigBird's) */
+    PF__SLOT_CLASSIFIER_DENSE_BIAS, /* [hidden] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
     /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
        y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
@@ -968,6 +971,10 @@ typedef struct pf__config {
     int *layer_local_window;        /* [num_layers]: the one-sided window, attention_window / 2 (config.json's
                                        attention_window: one even number, or one a layer); points into
                                        layer_window's block */
+    int block_sparse;               /* 1: BigBird's block-sparse attention (attention_type "block_sparse"):
+                                       a row of more than (5 + 2 sparse_random) * sparse_block tokens
+                                       attends by pf__block_sparse_count, a shorter one fully */
+    int sparse_block, sparse_random; /* its block_size and num_random_blocks */
     int sep_token_id;               /* Longformer's separator: its question-answering and multiple-choice heads
                                        put global attention on the tokens before / after the first one */
     int temperature_tuning;         /* 1: on the layers that rotate nothing, q times 1 + temperature_scale *
@@ -1097,6 +1104,22 @@ typedef struct pf__arch_config {
     const char *key;
     double fallback;
 } pf__arch_config;
+/* BigBird's block-sparse attention as transformers computes it in eval mode, where its random
+   blocks are all block 0: how many times key `key` enters the softmax of query `query` (both
+   counted from the row's first token) in a row of `len` tokens, cut into blocks of `block` (the
+   last one padded; its pads are no keys). A row of at most (5 + 2 random) blocks' worth of tokens
+   attends fully, as transformers switches it to original_full: 1. Otherwise the first and last
+   blocks of queries see every key once; the others see the first and last blocks, their own
+   block and its neighbours (block 1: blocks 1 and 2; the one before the last: the two before
+   the last), and block 0 `random` times more. kernels.cu and test/cuda_standin.c count alike. */
+static inline int pf__block_sparse_count(int block, int random, int len, int query, int key) {
+    if (len <= (5 + 2 * random) * block) return 1;
+    int last = (len + block - 1) / block - 1, qb = query / block, kb = key / block;
+    if (qb == 0 || qb == last) return 1;
+    int near_lo = qb == 1 ? 1 : qb - 1, near_hi = qb == last - 1 ? last - 1 : qb + 1;
+    return (kb >= near_lo && kb <= near_hi) + (kb == 0 ? 1 + random : 0) + (kb == last);
+}
+
 /* The value heads' width: latent attention's v_head_dim, else head_dim. */
 static inline int pf__value_head_dim(const pf__config *c) { return c->v_head_dim ? c->v_head_dim : c->head_dim; }
 /* The width of a head as attend sees it: LUKE's entity-aware attention runs each head doubled, its
@@ -1739,6 +1762,9 @@ typedef struct pf__attn_shape {
                                |pos - j| <= local_window, and the step's global tokens (s->global_tokens) */
     int global_queries;     /* 1 (PF__MASK_BIDIRECTIONAL): only the step's global tokens' queries, over every
                                key of their sequence; the other rows of out are left as they are */
+    int sparse_block, sparse_random; /* sparse_block > 0 (PF__MASK_BIDIRECTIONAL, past 0): BigBird's
+                               block-sparse attention, key j counted pf__block_sparse_count times
+                               in query i's softmax (score + log count; 0: probability 0) */
     int rotary_dim;         /* for the rotary op */
     float rope_scale;       /* the rotary op's cos and sin times this (YaRN's and LongRoPE's attention
                                factor, transformers' attention_scaling); 0: 1 */

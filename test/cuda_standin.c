@@ -1290,6 +1290,16 @@ static int latent_attend_live(pf_cuda_rank *st, float *out, float *q, const void
     return 0;
 }
 
+/* kernels.cu's pf_block_sparse_count: how many times BigBird's block-sparse attention (eval mode,
+   its random blocks all block 0) counts key `key` in query `query`'s softmax, in a row of len. */
+static int block_sparse_count(int block, int random, int len, int query, int key) {
+    if (len <= (5 + 2 * random) * block) return 1;
+    int last = (len + block - 1) / block - 1, qb = query / block, kb = key / block;
+    if (qb == 0 || qb == last) return 1;
+    int near_lo = qb == 1 ? 1 : qb - 1, near_hi = qb == last - 1 ? last - 1 : qb + 1;
+    return (kb >= near_lo && kb <= near_hi) + (kb == 0 ? 1 + random : 0) + (kb == last);
+}
+
 /* kernels.cu's pf_flash_attention_kernel (prefill on tensor cores) takes a step when
    pf_cuda__flash_possible says so: these conditions, plus the device's (sm_80+, enough shared
    memory) and 16-byte aligned caches, which hold on every GPU the build targets. */
@@ -1506,7 +1516,8 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
     if (rel_bias) NEED(rel_bias, (size_t)heads * rel_rows * 4);
     if (pad) NEED(pad, (size_t)batch * 4);
     int len1 = mask == 2 ? cache_len : window > 0 && past + 1 > window ? window : past + 1;
-    int splits = 1, longformer = args->local_window > 0 || args->global_queries;
+    /* kernels.cu: Longformer's passes and BigBird's blocks take the plain kernel, one split */
+    int splits = 1, longformer = args->local_window > 0 || args->global_queries || args->sparse_block > 0;
     if (args->global) NEED(args->global, rows * 4);
     if (T == 1 && partials && !longformer) { /* kernels.cu: Longformer's passes take one split */
         splits = pf_cuda_decode_splits(len1);
@@ -1570,6 +1581,11 @@ static int attend_live(pf_cuda_rank *st, const pf_cuda_attention_args *args) {
                         int key = j0 + jj, distance = key > pos ? key - pos : pos - key;
                         if (args->local_window > 0 && distance > args->local_window && !(global_row && global_row[key]))
                             p[jj] = -INFINITY; /* kernels.cu: Longformer's keys neither in the window nor global */
+                        if (args->sparse_block > 0) { /* kernels.cu: BigBird's score + log(times), or no key */
+                            int times = block_sparse_count(args->sparse_block, args->sparse_random, past + T - pd,
+                                                           pos - pd, key - pd);
+                            if (times != 1) p[jj] = times ? p[jj] + logf((float)times) : -INFINITY;
+                        }
                     }
                     for (int th = 0; th < ATTN_THREADS; th++) part[th] = th < n ? p[th] : -INFINITY;
                     float mn = fmaxf(m, block_reduce(part, ATTN_THREADS, 1));

@@ -815,6 +815,115 @@ def make_funnel(name, class_name, changes, labels, seed):
           f"row 0 in transformers' padded batch moves by {moved:.3f}")
 
 
+# BigBird: BERT's shape in 4 heads (3 ranks split them unevenly), gelu_new, blocks of 4 tokens and 2
+# random blocks: rows of more than (5 + 2 * 2) * 4 = 36 tokens attend block-sparse (rows 0 and 2: 50
+# and 39 tokens, padded by transformers to 13 and 10 blocks), the 14-token row (two segments) and the
+# 36-token row (the most that is not sparse) fully, as transformers switches them to original_full.
+# Biases drawn at random (use_bias matters); big-bird-rescale: rescale_embeddings, no q/k/v biases,
+# blocks of 3 and 1 random block (rows of more than 21 tokens sparse: all but the 14-token one);
+# big-bird-tok: attention_type original_full (every row attends fully).
+BIG_BIRD_SHAPE = dict(vocab_size=120, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+                      max_position_embeddings=64, type_vocab_size=2, initializer_range=0.2, hidden_act="gelu_new",
+                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, block_size=4, num_random_blocks=2,
+                      pad_token_id=0, bos_token_id=1, eos_token_id=2, sep_token_id=3)
+BIG_BIRD_ROWS = [
+    ([1] + [(7 * t + 5) % 115 + 4 for t in range(48)] + [2], [0] * 50),
+    ([1, 5, 77, 31, 101, 3, 54, 12, 96, 40, 8, 66, 19, 3], [0] * 6 + [1] * 8),
+    ([1] + [(11 * t + 17) % 115 + 4 for t in range(37)] + [2], [0] * 39),
+    ([1] + [(13 * t + 29) % 115 + 4 for t in range(34)] + [2], [0] * 36),  # (5 + 2 * 2) * 4 tokens: still full
+]
+BIG_BIRD_FIXTURES = [  # dir, model class, config changes, label count
+    ("big-bird", "BigBirdModel", {}, None),
+    ("big-bird-mlm", "BigBirdForMaskedLM", {}, None),
+    ("big-bird-cls", "BigBirdForSequenceClassification", {}, 3),
+    ("big-bird-tok", "BigBirdForTokenClassification", dict(attention_type="original_full"), 5),
+    ("big-bird-mc", "BigBirdForMultipleChoice", {}, None),
+    ("big-bird-pretraining", "BigBirdForPreTraining", {}, None),  # its masked LM; NSP unused
+    ("big-bird-rescale", "BigBirdModel", dict(rescale_embeddings=True, use_bias=False, block_size=3,
+                                              num_random_blocks=1), None),
+]
+
+
+def big_bird_rows_alone(model, rows):
+    """BigBird's outputs of each row run alone, as the library computes every row: in a padded batch
+    transformers chooses full or block-sparse attention, and cuts the blocks, by the batch's width.
+    Its model switches itself to original_full for a short input and stays so: each row starts from
+    the config's attention_type. Returns the hidden states, pooled outputs (the pooler's tanh),
+    logits, and each row's attention type."""
+    base = getattr(model, "bert", model)
+    choice = type(model).__name__.endswith("ForMultipleChoice")  # each row a question of one choice
+    hidden, pooled, logits, used = [], [], [], []
+    with torch.no_grad():
+        for ids, types in rows:
+            base.set_attention_type(model.config.attention_type)
+            shape = (1, 1, len(ids)) if choice else (1, len(ids))
+            result = model(input_ids=torch.tensor(ids).view(shape), token_type_ids=torch.tensor(types).view(shape),
+                           output_hidden_states=True)
+            used.append(base.attention_type)
+            last = result.hidden_states[-1].reshape(len(ids), -1)
+            hidden.append(last)
+            if base.pooler is not None:
+                pooled.append(base.activation(base.pooler(last[0])))
+            if hasattr(result, "prediction_logits"):  # ForPreTraining: its masked LM's
+                logits.append(result.prediction_logits[0].reshape(-1))
+            elif hasattr(result, "logits"):
+                logits.append(result.logits.reshape(-1))
+    return hidden, pooled, logits, used
+
+
+def make_big_bird(name, class_name, changes, labels, seed):
+    torch.manual_seed(seed)
+    kwargs = dict(BIG_BIRD_SHAPE, **changes)
+    if labels:
+        kwargs["num_labels"] = labels
+    model = getattr(transformers, class_name)(transformers.BigBirdConfig(**kwargs)).eval()
+    with torch.no_grad():  # biases away from 0 so that each one matters
+        for pname, p in model.named_parameters():
+            if pname.endswith(".bias") and "LayerNorm" not in pname:
+                p.normal_(0.0, 0.2)
+    out = FIXTURES / name
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    model.save_pretrained(out)
+    model = getattr(transformers, class_name).from_pretrained(out).eval()
+    hidden, pooled, logits, used = big_bird_rows_alone(model, BIG_BIRD_ROWS)
+    config = model.config
+    limit = (5 + 2 * config.num_random_blocks) * config.block_size
+    for (ids, _), kind in zip(BIG_BIRD_ROWS, used):  # the fixture reaches block-sparse attention where it says
+        want = "block_sparse" if config.attention_type == "block_sparse" and len(ids) > limit else "original_full"
+        assert kind == want, f"{name}: a row of {len(ids)} tokens ran {kind}, not {want}"
+    if name in ("big-bird", "big-bird-rescale"):
+        check_big_bird_blocks_matter(name, out, class_name, hidden)
+    lines = [f"rows={len(BIG_BIRD_ROWS)}"]
+    for i, (ids, types) in enumerate(BIG_BIRD_ROWS):
+        lines.append(f"ids{i}=" + ",".join(map(str, ids)))
+        lines.append(f"types{i}=" + ",".join(map(str, types)))
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    torch.cat(hidden).numpy().astype("<f4").tofile(out / "hidden.bin")
+    if pooled:
+        torch.stack(pooled).numpy().astype("<f4").tofile(out / "pooled.bin")
+    if logits:
+        torch.cat(logits).numpy().astype("<f4").tofile(out / "logits.bin")
+    print(f"  {name}: {class_name}, rows {used}, hidden std {float(torch.cat(hidden).std()):.2f}")
+
+
+def check_big_bird_blocks_matter(name, out, class_name, hidden):
+    """The fixture fails to test the block-sparse attention if full attention, or one random block
+    more (block 0 counted once more: transformers' random blocks in eval mode), leave the sparse
+    rows' outputs within reach. (num_random_blocks 0 fails in transformers' block-sparse code.)"""
+    sparse = [0, 2]
+    random_blocks = transformers.BigBirdConfig.from_pretrained(out).num_random_blocks
+    for what, changes in (("original_full", dict(attention_type="original_full")),
+                          ("one random block more", dict(num_random_blocks=random_blocks + 1))):
+        other = getattr(transformers, class_name).from_pretrained(out, **changes).eval()
+        moved, _, _, used = big_bird_rows_alone(other, BIG_BIRD_ROWS)
+        rows = [i for i in sparse if what == "original_full" or used[i] == "block_sparse"]  # still sparse there
+        effect = min(float((moved[i] - hidden[i]).abs().max()) for i in rows)
+        assert rows and effect > TRAIT_MIN_EFFECT, f"{name}: {what} moves the sparse rows by only {effect}"
+        print(f"  {name} with {what}: sparse rows {rows} move by at least {effect:.3f}")
+
+
 def main() -> None:
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
@@ -832,6 +941,9 @@ def main() -> None:
     for i, (name, class_name, changes, labels) in enumerate(FUNNEL_FIXTURES):
         if not only or name in only:
             make_funnel(name, class_name, changes, labels, seed=2500 + i)
+    for i, (name, class_name, changes, labels) in enumerate(BIG_BIRD_FIXTURES):
+        if not only or name in only:
+            make_big_bird(name, class_name, changes, labels, seed=2600 + i)
 
 
 if __name__ == "__main__":

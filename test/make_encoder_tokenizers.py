@@ -39,6 +39,9 @@ transformers saves it (save_pretrained: tokenizer.json, tokenizer_config.json):
                         pieces, [MASK] last) as transformers' DebertaV2Tokenizer builds it: Replace
                         "\s{2,}|[\n\r\t]" by a space, NFC, Strip right, Metaspace (prepend always),
                         "[CLS] $A [SEP]" / "... $B:1 [SEP]:1"
+  tokenizer-big-bird    a SentencePiece Unigram in BigBird's layout (<pad> </s> <s> <unk>, the pieces;
+                        [SEP] [CLS] [MASK] added) as transformers' BigBirdTokenizer builds it: Strip,
+                        Replace " {2,}", Metaspace (prepend always), "[CLS] $A [SEP]" / "... $B:1 [SEP]:1"
 
 Every dir gets, from the hard strings of make_fixtures.py and random strings of the pieces of
 make_tokenizer_cases.py:
@@ -57,8 +60,8 @@ from pathlib import Path
 import tempfile
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import (AlbertTokenizer, AutoTokenizer, BertTokenizer, DebertaV2Tokenizer, RobertaTokenizer,
-                          T5Tokenizer, XLMRobertaTokenizer)
+from transformers import (AlbertTokenizer, AutoTokenizer, BertTokenizer, BigBirdTokenizer, DebertaV2Tokenizer,
+                          RobertaTokenizer, T5Tokenizer, XLMRobertaTokenizer)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_fixtures import TOKENIZER_CASES, TRAINING_TEXT  # noqa: E402  the hard strings, defined once
@@ -363,6 +366,18 @@ def make_deberta_v3():
     write_cases(out)
 
 
+def make_big_bird():
+    """BigBird's spiece.model layout (<pad> </s> <s> <unk> = 0..3, then the pieces), saved by
+    BigBirdTokenizer as transformers 5 saves a BigBird checkpoint's tokenizer: Strip, Replace " {2,}",
+    Metaspace (prepend always, split), Unigram; [SEP], [CLS] and [MASK] added after the pieces;
+    "[CLS] $A [SEP]" / "... $B:1 [SEP]:1"."""
+    pieces, _, _ = read_model(train_spm(pad_id=0, eos_id=1, bos_id=2, unk_id=3, normalization_rule_name="identity"))
+    out = reset("tokenizer-big-bird")
+    BigBirdTokenizer(vocab=[(p, sc) for p, sc, _ in pieces]).save_pretrained(str(out))
+    keep_tokenizer_files(out)
+    write_cases(out)
+
+
 def main():
     vocab = train_wordpiece()
     make_bert(vocab)
@@ -374,6 +389,7 @@ def main():
     make_t5()
     make_albert()
     make_deberta_v3()
+    make_big_bird()
 
 
 if __name__ == "__main__":

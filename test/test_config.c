@@ -597,6 +597,34 @@ static void test_funnel_refusals(void) {
     }
 }
 
+/* BigBird: attention types other than its two, blocks that do not fit, q/k/v biases where use_bias
+   says none, and the heads we lack refused by name. */
+static void test_big_bird_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+        {"big-bird", "\"attention_type\": \"block_sparse\"", "\"attention_type\": \"sparse\"",
+         "\"attention_type\" \"sparse\" is not supported", PF_ERROR_UNSUPPORTED},
+        {"big-bird", "\"block_size\": 4", "\"block_size\": 0", "\"block_size\" 0 or \"num_random_blocks\" 2 does not fit",
+         PF_ERROR_FORMAT},
+        {"big-bird", "\"num_random_blocks\": 2", "\"num_random_blocks\": -1",
+         "\"block_size\" 4 or \"num_random_blocks\" -1 does not fit", PF_ERROR_FORMAT},
+        {"big-bird", "\"use_bias\": true", "\"use_bias\": false", "attention.self.query.bias' is in the checkpoint",
+         PF_ERROR_FORMAT},
+        {"big-bird-rescale", "\"use_bias\": false", "\"use_bias\": true", "missing tensor 'encoder.layer.0.attention.self.query.bias'",
+         PF_ERROR_FORMAT},
+        {"big-bird-cls", "\"BigBirdForSequenceClassification\"", "\"BigBirdForQuestionAnswering\"",
+         "\"BigBirdForQuestionAnswering\" is not supported", PF_ERROR_UNSUPPORTED},
+        {"big-bird", "\"BigBirdModel\"", "\"BigBirdForCausalLM\"", "\"BigBirdForCausalLM\" is not supported",
+         PF_ERROR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        char what[200];
+        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
+        expect_load(what, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
 /* Values transformers computes differently from what we implement, or cannot compute, are
    refused by name. */
 static void test_refused_values(void) {
@@ -1594,6 +1622,7 @@ void test_config(void) {
     test_squeezebert_refusals();
     test_convbert_refusals();
     test_funnel_refusals();
+    test_big_bird_refusals();
     test_xlm_refusals();
     test_layoutlm_refusals();
     test_visual_bert_refusals();

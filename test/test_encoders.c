@@ -1656,6 +1656,15 @@ void test_encoders(void) {
     test_encoder_fixture("funnel-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_encoder_fixture("funnel-pretraining", PF_HEAD_REPLACED_TOKEN_DETECTION, 1, 1);
     test_funnel_refusals();
+    /* BigBird: rows of 50 and 39 tokens block-sparse, the 14-token row fully (big-bird-tok: every
+       row fully, original_full) */
+    test_encoder_fixture("big-bird", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("big-bird-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("big-bird-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("big-bird-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("big-bird-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_encoder_fixture("big-bird-pretraining", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("big-bird-rescale", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-lang", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-mlm", PF_HEAD_MASKED_LM, 120, 1);
