@@ -1081,6 +1081,14 @@ typedef struct pf__config {
        funnel_decoder_layers layers (after the blocks' in num_layers) at the first block's level */
     int funnel_decoder, funnel_decoder_layers;
     int funnel_block_sizes[PF__FUNNEL_MAX_BLOCKS], funnel_block_repeats[PF__FUNNEL_MAX_BLOCKS];
+    /* XLNet (xlnet 1): its layers run as one Funnel block without pooling (funnel 1, config.c), the
+       segment term XLNet's (pf__funnel_shape.exact_segments); the relative distances clamped to
+       +-rel_clamp_len (clamp_len > 0; 0: not clamped); rel_causal (attn_type "uni"): each token
+       attends to itself and the tokens before it alone */
+    int xlnet, rel_clamp_len, rel_causal;
+    int summary_last;               /* 1: sequence classification and multiple choice pool each row's last
+                                       token through the pooler's dense + tanh (XLNet's SequenceSummary,
+                                       summary_type "last", summary_use_proj), then the classifier */
     /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
        attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
        MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
@@ -1708,6 +1716,11 @@ typedef struct pf__funnel_shape {
     int q_first, q_stride, k_first, k_stride; /* a row's token t at position first + (t - pad) * stride */
     int rel_first;     /* the distance of rel's row 0; row m is rel_first + m * k_stride */
     int separate_cls;
+    /* 1 (XLNet): a query and a key are in the same segment when their ids are equal, seg_embed's row 0
+       the same segment's vectors; 0 (Funnel): id 2 (the class token's) is the same as any, row 1 the
+       same segment's */
+    int exact_segments;
+    int causal;        /* 1: a key after the query gets -inf (XLNet's attn_type "uni") */
     float scale;
 } pf__funnel_shape;
 
@@ -1942,10 +1955,11 @@ typedef struct pf__backend {
        it; Funnel is refused on it): for query row n = b * q_len + i and key j of row b, both real
        (i >= q_pad[b], j >= k_pad[b]; else 0), and per head h < f->heads of head_dim d,
        out[(n * heads + h) * k_len + j] = scale * cls(i, j) * ((q[n][h] + pos_bias[h]) . rel[row][h]
-       + (q[n][h] + type_bias[h]) . seg[same][h]), where position p = first + (t - pad) * stride on
-       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, same = the types are equal or
-       either is 2 (the class token's), cls = 0 where f->separate_cls and i or j is its row's first
-       token, else 1. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
+       + (q[n][h] + type_bias[h]) . seg[s][h]), where position p = first + (t - pad) * stride on
+       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, s = 1 when the types are equal or
+       either is 2 (the class token's), else 0 (f->exact_segments: s = 0 when the types are equal,
+       else 1), cls = 0 where f->separate_cls and i or j is its row's first token, else 1; -inf
+       where f->causal and p_j > p_i. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
        projections); ints: q_pad [batch], k_pad [batch], q_types [batch][q_len], k_types
        [batch][k_len], in the backend's memory. */
     void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
@@ -5804,6 +5818,72 @@ static pf_result pf__config_funnel(const pf__json *json, pf__config *c, const ch
     return PF_OK;
 }
 
+/* A string key of XLNet's config among `names` (absent: names[0], the config class's default; null
+   is no name to transformers either): its index, or -1 after writing the refusal. */
+static int pf__config_choice(const pf__json *json, const char *key, const char *const *names, int count, const char *path,
+                             char *message, size_t size) {
+    const pf__json *v = pf__json_get(json, key);
+    if (!v) return 0;
+    for (int i = 0; v->type == PF__JSON_STRING && i < count; i++)
+        if (!strcmp(v->string, names[i])) return i;
+    pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %s%s%s is not supported (\"%s\"%s%s%s are)", path, key,
+               v->type == PF__JSON_STRING ? "\"" : "", v->type == PF__JSON_STRING ? v->string : "other than a name",
+               v->type == PF__JSON_STRING ? "\"" : "", names[0], count > 1 ? " and \"" : "", count > 1 ? names[1] : "",
+               count > 1 ? "\"" : "");
+    return -1;
+}
+
+/* XLNet (pf__config.xlnet): its n_layer layers are one Funnel block without pooling (funnel 1),
+   the segment term XLNet's; attn_type "bi" (every token sees every other) or "uni" (causal; with
+   same_length, which masks all but a token's own, refused); clamp_len > 0 clamps the distances.
+   SequenceSummary (classification, multiple choice): summary_type "last" with summary_use_proj to
+   the hidden width (summary_proj_to_labels would make it the labels', which logits_proj cannot
+   read) and summary_activation "tanh": the pooler on each row's last token. mem_len, reuse_len
+   and use_mems_eval shape only the memory that generation reads: without effect here.
+   XLNetLMHeadModel's generation (the query stream over a permutation mask, with memory) and
+   ...ForQuestionAnswering's beam head are not implemented. */
+static pf_result pf__config_xlnet(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    if (pf__has_suffix(c->class_name, "LMHeadModel") ||
+        (c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (XLNetModel, "
+                          "...ForSequenceClassification, ...ForTokenClassification, ...ForMultipleChoice and "
+                          "...ForQuestionAnsweringSimple are: XLNetLMHeadModel's two-stream generation with memory and "
+                          "the beam-search question answering head are not implemented)", path, c->class_name);
+    if (!c->head_dim && c->num_heads > 0) c->head_dim = c->hidden_size / c->num_heads;
+    if (c->num_heads < 1 || c->hidden_size % c->num_heads || c->head_dim != c->hidden_size / c->num_heads)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"d_head\" %d is not d_model / n_head (%d / %d), as XLNet "
+                          "requires", path, c->head_dim, c->hidden_size, c->num_heads);
+    if (c->head_dim > 1024) /* the CPU's relative terms keep a head's query on the stack */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"d_head\" %d is not supported (1 to 1024 are)", path,
+                          c->head_dim);
+    static const char *const attn_types[] = {"bi", "uni"}, *const summaries[] = {"last"}, *const tanh_only[] = {"tanh"};
+    int uni = pf__config_choice(json, "attn_type", attn_types, 2, path, message, size);
+    if (uni < 0) return PF_ERROR_UNSUPPORTED;
+    double same_length = 0;
+    if (pf__json_number(pf__json_get(json, "same_length"), &same_length) < 0 || (uni && same_length != 0))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"same_length\" is not supported with attn_type \"uni\" "
+                          "(false is)", path);
+    c->rel_causal = uni;
+    if (c->rel_clamp_len < 0) c->rel_clamp_len = 0; /* transformers clamps when clamp_len > 0 */
+    c->funnel_blocks = 1;
+    c->funnel_block_sizes[0] = c->num_layers;
+    c->funnel_block_repeats[0] = 1;
+    c->funnel_separate_cls = c->funnel_truncate_seq = c->funnel_pool_q_only = c->funnel_pool_max = 0;
+    c->funnel_decoder = c->funnel_decoder_layers = 0;
+    if (c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE) return PF_OK;
+    double use_proj = 1, to_labels = 0;
+    if (pf__config_choice(json, "summary_type", summaries, 1, path, message, size) < 0 ||
+        pf__config_choice(json, "summary_activation", tanh_only, 1, path, message, size) < 0)
+        return PF_ERROR_UNSUPPORTED;
+    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &use_proj) < 0 || use_proj == 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (true, the "
+                          "default, is)", path);
+    if (pf__json_number(pf__json_get(json, "summary_proj_to_labels"), &to_labels) < 0 || to_labels != 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_proj_to_labels\" is not supported (absent "
+                          "or false is: logits_proj reads the summary at the hidden width)", path);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -5834,7 +5914,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
-    if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
+    if (!r && cfg->xlnet) r = pf__config_xlnet(json, cfg, path, message, size);
+    else if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
     if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
@@ -24988,20 +25069,26 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
                     pos_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(pos_bias->data, h * hd + e, pos_bias->dtype);
                     type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
                 }
-                for (size_t e = 0; e < hd; e++) { /* seg row 0: another segment's; row 1: the same's */
-                    other += type_q[e] * pf__weight_value(seg->data, h * hd + e, seg->dtype);
-                    same += type_q[e] * pf__weight_value(seg->data, H * hd + h * hd + e, seg->dtype);
+                size_t same_row = f->exact_segments ? 0 : 1; /* seg_embed's row of the query's segment */
+                for (size_t e = 0; e < hd; e++) {
+                    other += type_q[e] * pf__weight_value(seg->data, (1 - same_row) * H * hd + h * hd + e, seg->dtype);
+                    same += type_q[e] * pf__weight_value(seg->data, same_row * H * hd + h * hd + e, seg->dtype);
                 }
                 for (size_t j = 0; j < Tk; j++) {
                     long qi = (long)i - q_pad[b], kj = (long)j - k_pad[b];
                     o[j] = 0.0f;
                     if (qi < 0 || kj < 0 || (f->separate_cls && (qi == 0 || kj == 0))) continue;
                     long distance = f->q_first + qi * f->q_stride - f->k_first - kj * f->k_stride;
+                    if (f->causal && distance < 0) {
+                        o[j] = -INFINITY;
+                        continue;
+                    }
                     const float *row = rel + (size_t)((distance - f->rel_first) / f->k_stride) * H * hd + h * hd;
                     float position = 0.0f;
                     for (size_t e = 0; e < hd; e++) position += pos_q[e] * row[e];
                     int32_t tq = q_types[n], tk = k_types[b * Tk + j];
-                    o[j] = f->scale * (position + (tq == tk || tq == 2 || tk == 2 ? same : other));
+                    int same_segment = tq == tk || (!f->exact_segments && (tq == 2 || tk == 2));
+                    o[j] = f->scale * (position + (same_segment ? same : other));
                 }
             }
 }
@@ -27587,14 +27674,15 @@ static void pf__rank_funnel_pool(pf__rank *r, float *out, const float *x, const 
 
 /* The relative terms' inputs of queries at level q over keys at level k, into the rank's
    memory: funnel_bias's ints, and the sinusoids of the distances p_q - p_k (row m: rel_first +
-   m k_stride; its first hidden / 2 values sin(distance f_i), then cos, f_i = 10000^(-i / (hidden
-   / 2)) as transformers computes them in fp32). Returns the shape, f->heads 0 for a rank without
-   heads; *rows the sinusoids' rows. */
+   m k_stride, XLNet's clamped to +-rel_clamp_len; its first hidden / 2 values sin(distance f_i),
+   then cos, f_i = 10000^(-i / (hidden / 2)) as transformers computes them in fp32: XLNet's
+   10000^(-2i / hidden) is the same value). Returns the shape, f->heads 0 for a rank without heads;
+   *rows the sinusoids' rows. */
 static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_level *q, const pf__funnel_level *k, int batch,
                                               size_t *rows) {
     const pf__config *c = &r->group->model->config;
     pf__funnel_shape f = {batch, q->len, k->len, r->share.heads, c->head_dim, q->first, q->stride, k->first, k->stride,
-                          0, c->funnel_separate_cls, 1.0f / sqrtf((float)c->head_dim)};
+                          0, c->funnel_separate_cls, c->xlnet, c->rel_causal, 1.0f / sqrtf((float)c->head_dim)};
     f.rel_first = q->first - k->first - (k->len - 1) * k->stride;
     *rows = (size_t)(((q->len - 1) * q->stride + (k->len - 1) * k->stride) / k->stride + 1);
     int32_t *ints = r->funnel_host_ints;
@@ -27606,7 +27694,8 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     size_t d = (size_t)c->hidden_size, half = d / 2;
     float *table = r->funnel_sinusoid_host;
     for (size_t m = 0; m < *rows; m++) {
-        float distance = (float)(f.rel_first + (int)m * k->stride);
+        int at = f.rel_first + (int)m * k->stride, clamp = c->rel_clamp_len;
+        float distance = (float)(clamp > 0 && at > clamp ? clamp : clamp > 0 && at < -clamp ? -clamp : at);
         for (size_t i = 0; i < half; i++) {
             float angle = distance * (1.0f / powf(10000.0f, (float)i / (float)half));
             table[m * d + i] = sinf(angle);
@@ -27631,8 +27720,8 @@ static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__f
     float eps = (float)c->norm_eps;
     pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
     if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
-        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
-                      "is)", pf__dtype_name(seg));
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "%s's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
+                      "is)", c->xlnet ? "XLNet" : "Funnel", pf__dtype_name(seg));
         return;
     }
     be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
@@ -28488,7 +28577,7 @@ int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t 
 int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
                         const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
-                        int k_stride, int rel_first, int separate_cls, float scale);
+                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -29358,7 +29447,8 @@ static void pf__cuda_funnel_bias(pf__rank *r, float *out, const float *q, const 
     pf__cuda_ok(r, pf_cuda_funnel_bias(rs->cu, out, q, rel, pos_bias->data, pf__cuda_dtype(pos_bias->dtype), type_bias->data,
                                        pf__cuda_dtype(type_bias->dtype), seg->data, pf__cuda_dtype(seg->dtype), ints,
                                        f->batch, f->q_len, f->k_len, f->heads, f->head_dim, f->q_first, f->q_stride,
-                                       f->k_first, f->k_stride, f->rel_first, f->separate_cls, f->scale));
+                                       f->k_first, f->k_stride, f->rel_first, f->separate_cls, f->exact_segments,
+                                       f->causal, f->scale));
 }
 
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
@@ -33553,13 +33643,15 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         /* a pattern of two %d (Funnel's blocks.B.L): the layer's block and its place in it; Funnel's
-           one-%d patterns name its decoder's layers, counted from 0 after the blocks' */
+           one-%d patterns name its decoder's layers, counted from 0 after the blocks' (XLNet's, its
+           one block's layers) */
         const char *second = strstr(t->pattern, "%d");
         int pieces = t->layout == PF__LAYOUT_PER_EXPERT || t->layout == PF__LAYOUT_PER_HEAD; /* their second %d: the piece's */
         int block = 0, place = index, blocks_pattern = !pieces && second && strstr(second + 2, "%d") != NULL;
         for (int b = 0; b < m->config.funnel_blocks && place >= m->config.funnel_block_sizes[b]; b++)
             place -= m->config.funnel_block_sizes[b], block = b + 1;
-        int decoder_pattern = m->config.funnel_blocks && slot >= PF__SLOT_FIRST_LAYER && second && !blocks_pattern;
+        int decoder_pattern = m->config.funnel_blocks && !m->config.xlnet && slot >= PF__SLOT_FIRST_LAYER && second &&
+                              !blocks_pattern;
         if (decoder_pattern && block < m->config.funnel_blocks) continue; /* a block's layer */
         if (blocks_pattern && m->config.funnel_blocks && block >= m->config.funnel_blocks) continue; /* the decoder's */
         if (blocks_pattern) pf__pattern_name(pattern, sizeof pattern, t, block, place, 0);
@@ -34030,8 +34122,12 @@ void pf_encoding_free(pf_encoding *e) {
 }
 
 /* The pooled output and the projection of an encoding, where the model has them. */
-/* Whether the head pools each row's last token (ConvBERT's multiple choice). */
-static int pf__choice_pools_last(const pf__config *c) { return c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE; }
+/* Whether the head pools each row's last token (ConvBERT's multiple choice; XLNet's
+   SequenceSummary under classification and multiple choice). */
+static int pf__choice_pools_last(const pf__config *c) {
+    return (c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE) ||
+           (c->summary_last && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE));
+}
 
 static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
     const pf__config *c = &m->config;

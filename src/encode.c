@@ -158,8 +158,12 @@ void pf_encoding_free(pf_encoding *e) {
 }
 
 /* The pooled output and the projection of an encoding, where the model has them. */
-/* Whether the head pools each row's last token (ConvBERT's multiple choice). */
-static int pf__choice_pools_last(const pf__config *c) { return c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE; }
+/* Whether the head pools each row's last token (ConvBERT's multiple choice; XLNet's
+   SequenceSummary under classification and multiple choice). */
+static int pf__choice_pools_last(const pf__config *c) {
+    return (c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE) ||
+           (c->summary_last && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE));
+}
 
 static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
     const pf__config *c = &m->config;

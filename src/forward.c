@@ -920,14 +920,15 @@ static void pf__rank_funnel_pool(pf__rank *r, float *out, const float *x, const 
 
 /* The relative terms' inputs of queries at level q over keys at level k, into the rank's
    memory: funnel_bias's ints, and the sinusoids of the distances p_q - p_k (row m: rel_first +
-   m k_stride; its first hidden / 2 values sin(distance f_i), then cos, f_i = 10000^(-i / (hidden
-   / 2)) as transformers computes them in fp32). Returns the shape, f->heads 0 for a rank without
-   heads; *rows the sinusoids' rows. */
+   m k_stride, XLNet's clamped to +-rel_clamp_len; its first hidden / 2 values sin(distance f_i),
+   then cos, f_i = 10000^(-i / (hidden / 2)) as transformers computes them in fp32: XLNet's
+   10000^(-2i / hidden) is the same value). Returns the shape, f->heads 0 for a rank without heads;
+   *rows the sinusoids' rows. */
 static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_level *q, const pf__funnel_level *k, int batch,
                                               size_t *rows) {
     const pf__config *c = &r->group->model->config;
     pf__funnel_shape f = {batch, q->len, k->len, r->share.heads, c->head_dim, q->first, q->stride, k->first, k->stride,
-                          0, c->funnel_separate_cls, 1.0f / sqrtf((float)c->head_dim)};
+                          0, c->funnel_separate_cls, c->xlnet, c->rel_causal, 1.0f / sqrtf((float)c->head_dim)};
     f.rel_first = q->first - k->first - (k->len - 1) * k->stride;
     *rows = (size_t)(((q->len - 1) * q->stride + (k->len - 1) * k->stride) / k->stride + 1);
     int32_t *ints = r->funnel_host_ints;
@@ -939,7 +940,8 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     size_t d = (size_t)c->hidden_size, half = d / 2;
     float *table = r->funnel_sinusoid_host;
     for (size_t m = 0; m < *rows; m++) {
-        float distance = (float)(f.rel_first + (int)m * k->stride);
+        int at = f.rel_first + (int)m * k->stride, clamp = c->rel_clamp_len;
+        float distance = (float)(clamp > 0 && at > clamp ? clamp : clamp > 0 && at < -clamp ? -clamp : at);
         for (size_t i = 0; i < half; i++) {
             float angle = distance * (1.0f / powf(10000.0f, (float)i / (float)half));
             table[m * d + i] = sinf(angle);
@@ -964,8 +966,8 @@ static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__f
     float eps = (float)c->norm_eps;
     pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
     if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
-        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
-                      "is)", pf__dtype_name(seg));
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "%s's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
+                      "is)", c->xlnet ? "XLNet" : "Funnel", pf__dtype_name(seg));
         return;
     }
     be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);

@@ -1038,6 +1038,14 @@ typedef struct pf__config {
        funnel_decoder_layers layers (after the blocks' in num_layers) at the first block's level */
     int funnel_decoder, funnel_decoder_layers;
     int funnel_block_sizes[PF__FUNNEL_MAX_BLOCKS], funnel_block_repeats[PF__FUNNEL_MAX_BLOCKS];
+    /* XLNet (xlnet 1): its layers run as one Funnel block without pooling (funnel 1, config.c), the
+       segment term XLNet's (pf__funnel_shape.exact_segments); the relative distances clamped to
+       +-rel_clamp_len (clamp_len > 0; 0: not clamped); rel_causal (attn_type "uni"): each token
+       attends to itself and the tokens before it alone */
+    int xlnet, rel_clamp_len, rel_causal;
+    int summary_last;               /* 1: sequence classification and multiple choice pool each row's last
+                                       token through the pooler's dense + tanh (XLNet's SequenceSummary,
+                                       summary_type "last", summary_use_proj), then the classifier */
     /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
        attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
        MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
@@ -1665,6 +1673,11 @@ typedef struct pf__funnel_shape {
     int q_first, q_stride, k_first, k_stride; /* a row's token t at position first + (t - pad) * stride */
     int rel_first;     /* the distance of rel's row 0; row m is rel_first + m * k_stride */
     int separate_cls;
+    /* 1 (XLNet): a query and a key are in the same segment when their ids are equal, seg_embed's row 0
+       the same segment's vectors; 0 (Funnel): id 2 (the class token's) is the same as any, row 1 the
+       same segment's */
+    int exact_segments;
+    int causal;        /* 1: a key after the query gets -inf (XLNet's attn_type "uni") */
     float scale;
 } pf__funnel_shape;
 
@@ -1899,10 +1912,11 @@ typedef struct pf__backend {
        it; Funnel is refused on it): for query row n = b * q_len + i and key j of row b, both real
        (i >= q_pad[b], j >= k_pad[b]; else 0), and per head h < f->heads of head_dim d,
        out[(n * heads + h) * k_len + j] = scale * cls(i, j) * ((q[n][h] + pos_bias[h]) . rel[row][h]
-       + (q[n][h] + type_bias[h]) . seg[same][h]), where position p = first + (t - pad) * stride on
-       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, same = the types are equal or
-       either is 2 (the class token's), cls = 0 where f->separate_cls and i or j is its row's first
-       token, else 1. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
+       + (q[n][h] + type_bias[h]) . seg[s][h]), where position p = first + (t - pad) * stride on
+       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, s = 1 when the types are equal or
+       either is 2 (the class token's), else 0 (f->exact_segments: s = 0 when the types are equal,
+       else 1), cls = 0 where f->separate_cls and i or j is its row's first token, else 1; -inf
+       where f->causal and p_j > p_i. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
        projections); ints: q_pad [batch], k_pad [batch], q_types [batch][q_len], k_types
        [batch][k_len], in the backend's memory. */
     void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,

@@ -1532,6 +1532,11 @@ void test_encoders(void) {
     test_encoder_fixture("funnel-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
     test_encoder_fixture("funnel-pretraining", PF_HEAD_REPLACED_TOKEN_DETECTION, 1, 1);
     test_funnel_refusals();
+    test_encoder_fixture("xlnet", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("xlnet-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("xlnet-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("xlnet-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("xlnet-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_encoder_fixture("xlm", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-lang", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-mlm", PF_HEAD_MASKED_LM, 120, 1);
