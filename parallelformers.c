@@ -387,6 +387,7 @@ typedef enum {
     PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
     PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
+    PF__SLOT_MASK_EMBED,            /* [1, hidden]: XLNet's mask_emb, the query stream's input (generation) */
     /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
        y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
     PF__SLOT_X_POSITION_EMBED,      /* [max_2d_positions, hidden] */
@@ -1086,6 +1087,10 @@ typedef struct pf__config {
        +-rel_clamp_len (clamp_len > 0; 0: not clamped); rel_causal (attn_type "uni"): each token
        attends to itself and the tokens before it alone */
     int xlnet, rel_clamp_len, rel_causal;
+    /* XLNetLMHeadModel's generation as its generate() runs it: with memory (xlnet_mems: use_mems_eval)
+       each step recomputes the last two tokens over the memory of the others, which keeps the last
+       xlnet_mem_len rows (mem_len; 0: all); without, every token again */
+    int xlnet_mems, xlnet_mem_len;
     int summary_last;               /* 1: sequence classification and multiple choice pool each row's last
                                        token through the pooler's dense + tanh (XLNet's SequenceSummary,
                                        summary_type "last", summary_use_proj), then the classifier */
@@ -2032,6 +2037,9 @@ struct pf__rank {
     int32_t *funnel_rows;        /* host, owned: [2][max_tokens] the pooling's two gathers */
     float *funnel_scales;        /* host, owned: [2][max_tokens] */
     float *funnel_sinusoid_host; /* host, owned: [3 cache_len][hidden] */
+    /* XLNet's generation (pf__rank_xlnet_generate): each layer's keys and values of the memory and the
+       step's tokens [layers][cache_len][kv_r] (one row), the query stream [max_batch][hidden] */
+    float *xlnet_mem_k, *xlnet_mem_v, *xlnet_g;
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -5838,17 +5846,26 @@ static int pf__config_choice(const pf__json *json, const char *key, const char *
    same_length, which masks all but a token's own, refused); clamp_len > 0 clamps the distances.
    SequenceSummary (classification, multiple choice): summary_type "last" with summary_use_proj to
    the hidden width (summary_proj_to_labels would make it the labels', which logits_proj cannot
-   read) and summary_activation "tanh": the pooler on each row's last token. mem_len, reuse_len
-   and use_mems_eval shape only the memory that generation reads: without effect here.
-   XLNetLMHeadModel's generation (the query stream over a permutation mask, with memory) and
-   ...ForQuestionAnswering's beam head are not implemented. */
+   read) and summary_activation "tanh": the pooler on each row's last token. XLNetLMHeadModel
+   generates (a causal LM to the API): use_mems_eval and mem_len shape its memory (reuse_len > 0,
+   which keeps only a step's first tokens, refused); the encoders' outputs read no memory.
+   ...ForQuestionAnswering's beam-search head is not implemented. */
 static pf_result pf__config_xlnet(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
-    if (pf__has_suffix(c->class_name, "LMHeadModel") ||
-        (c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple")))
+    if (c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple"))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (XLNetModel, "
-                          "...ForSequenceClassification, ...ForTokenClassification, ...ForMultipleChoice and "
-                          "...ForQuestionAnsweringSimple are: XLNetLMHeadModel's two-stream generation with memory and "
-                          "the beam-search question answering head are not implemented)", path, c->class_name);
+                          "XLNetLMHeadModel, ...ForSequenceClassification, ...ForTokenClassification, ...ForMultipleChoice "
+                          "and ...ForQuestionAnsweringSimple are: the beam-search question answering head is not "
+                          "implemented)", path, c->class_name);
+    if (pf__has_suffix(c->class_name, "LMHeadModel")) {
+        double reuse_len = 0;
+        c->head = PF_HEAD_CAUSAL_LM;
+        if (pf__json_number(pf__json_get(json, "reuse_len"), &reuse_len) < 0 || reuse_len > 0)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"reuse_len\" is not supported for generation "
+                              "(null or 0 is)", path);
+        if (c->xlnet_mem_len < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mem_len\" %d is not a count of rows", path,
+                              c->xlnet_mem_len);
+    }
     if (!c->head_dim && c->num_heads > 0) c->head_dim = c->hidden_size / c->num_heads;
     if (c->num_heads < 1 || c->hidden_size % c->num_heads || c->head_dim != c->hidden_size / c->num_heads)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"d_head\" %d is not d_model / n_head (%d / %d), as XLNet "
@@ -7209,7 +7226,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DIST_CLASSIFIER_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
-        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED) PF__NAME(PF__SLOT_, MASK_EMBED)
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
@@ -8414,6 +8431,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_NEXT_SENTENCE_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_NEXT_SENTENCE_BIAS: *rows = 2; break;
     case PF__SLOT_TASK_TYPE_EMBED: *rows = (size_t)c->task_type_vocab_size; *cols = h; break;
+    case PF__SLOT_MASK_EMBED: *rows = 1; *cols = h; break;
     case PF__SLOT_X_POSITION_EMBED: case PF__SLOT_Y_POSITION_EMBED: case PF__SLOT_H_POSITION_EMBED:
     case PF__SLOT_W_POSITION_EMBED: *rows = (size_t)c->max_2d_positions; *cols = h; break;
     case PF__SLOT_VISUAL_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_embedding_dim; break;
@@ -26633,6 +26651,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
                 pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
         }
     }
+    if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM) { /* XLNet's generation: the memory, the query stream */
+        size_t rows = (size_t)c->num_layers * (size_t)g->cache_len;
+        r->xlnet_mem_k = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
+        r->xlnet_mem_v = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
+        r->xlnet_g = (float *)pf__rank_alloc(r, (size_t)g->max_batch * hidden * sizeof(float));
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
@@ -27706,17 +27730,17 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     return f;
 }
 
-/* One Funnel layer l: queries from q_rows (level ql), keys and values from kv_rows (level kl; the
-   same rows but after a pooling); the layer's output into q_rows. score = ((q + r_w_bias) . k +
-   the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax over the row's keys;
-   q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)), each summed over the
-   ranks as BERT's post-norm block. f: pf__rank_funnel_terms' for these levels. */
-static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__funnel_level *ql, const float *kv_rows,
-                                  const pf__funnel_level *kl, const pf__funnel_shape *f, size_t rel_rows) {
+/* The attention and MLP of a Funnel or XLNet layer (weights L) for the f->batch * f->q_len query
+   rows q_rows over the keys k and values v (attend's cross layout: f->k_len of them a row, k_pads
+   the rows' left pads), r->funnel_rel the layer's projected sinusoids, ints funnel_bias's: score =
+   ((q + r_w_bias) . k + the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax
+   over the row's keys; q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)),
+   each summed over the ranks as BERT's post-norm block. */
+static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_rows, const float *k, const float *v,
+                                    int *k_pads, const int32_t *ints, const pf__funnel_shape *f) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
-    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-    size_t Nq = (size_t)f->batch * ql->len, Nk = (size_t)f->batch * kl->len, d = (size_t)c->hidden_size;
+    size_t Nq = (size_t)f->batch * f->q_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
     if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
@@ -27725,25 +27749,22 @@ static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__f
         return;
     }
     be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
-    be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
-    be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
-    be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
     be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS], &L[PF__SLOT_FUNNEL_R_S_BIAS],
-                    &L[PF__SLOT_FUNNEL_SEG_EMBED], r->funnel_ints, f);
+                    &L[PF__SLOT_FUNNEL_SEG_EMBED], ints, f);
     be->add_residual(r, r->qkv, NULL, &L[PF__SLOT_CROSS_Q_BIAS], Nq, (size_t)f->heads * f->head_dim); /* q + r_w_bias */
     pf__tower t = pf__tower_of(r, 1);
     pf__attn_shape shape = pf__rank_attn_shape(r, &t);
     shape.mask = PF__MASK_CROSS; /* queries and keys of the layer's own rows: the keys' left pads excepted */
-    shape.cache_len = kl->len;
+    shape.cache_len = f->k_len;
     shape.cache_dtype = PF__DTYPE_F32;
     shape.scale = f->scale;
     shape.dense_bias = r->funnel_bias;
     pf__step keys;
     memset(&keys, 0, sizeof keys);
     keys.batch = f->batch;
-    keys.seq_len = ql->len;
-    keys.pad = kl->pad;
-    be->attend(r, r->attn, r->qkv, r->funnel_k, r->funnel_v, &keys, &shape);
+    keys.seq_len = f->q_len;
+    keys.pad = k_pads;
+    be->attend(r, r->attn, r->qkv, k, v, &keys, &shape);
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, Nq);
     pf__all_reduce(r, r->part, Nq * d, "the attention output's all-reduce");
     pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows, &L[PF__SLOT_ATTN_NORM_WEIGHT],
@@ -27753,6 +27774,25 @@ static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__f
     pf__all_reduce(r, r->part, Nq * d, "the MLP output's all-reduce");
     pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT],
                            PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+}
+
+/* Layer l's weights on this rank. */
+static const pf__weight *pf__rank_layer_weights(const pf__rank *r, int l) {
+    return r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+}
+
+/* One Funnel layer l: queries from q_rows (f's level), keys and values from kv_rows (level kl; the
+   same rows but after a pooling); the layer's output into q_rows (pf__rank_relative_block). f:
+   pf__rank_funnel_terms' for these levels. */
+static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const float *kv_rows, const pf__funnel_level *kl,
+                                  const pf__funnel_shape *f, size_t rel_rows) {
+    const pf__backend *be = r->backend;
+    const pf__weight *L = pf__rank_layer_weights(r, l);
+    size_t Nk = (size_t)f->batch * kl->len;
+    be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
+    be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
+    be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+    pf__rank_relative_block(r, L, q_rows, r->funnel_k, r->funnel_v, kl->pad, r->funnel_ints, f);
 }
 
 /* FunnelModel's decoder input (FunnelDecoder's upsample) into out at the input's level: each row's
@@ -27809,7 +27849,7 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
             pf__rank_funnel_pool(r, r->h, r->x, cur, next, B);
             if (c->funnel_pool_q_only) {
                 f = pf__rank_funnel_terms(r, next, cur, B, &rel_rows);
-                pf__rank_funnel_layer(r, l, r->h, next, r->x, cur, &f, rel_rows);
+                pf__rank_funnel_layer(r, l, r->h, r->x, cur, &f, rel_rows);
                 be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
             } else {
                 be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
@@ -27821,7 +27861,7 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
         for (int i = 0; i < c->funnel_block_sizes[block] && !pf__rank_failed(r); i++, l++)
             for (int k = 0; k < c->funnel_block_repeats[block]; k++) {
                 if (!(block > 0 && c->funnel_pool_q_only && i == 0 && k == 0)) /* that one ran with the pooling */
-                    pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+                    pf__rank_funnel_layer(r, l, r->x, r->x, cur, &f, rel_rows);
                 /* the decoder's skip input: the state after block_sizes[0] layers run (transformers'
                    hidden_states[block_sizes[0]], which with block_repeats[0] > 1 is inside block 0) */
                 if (c->funnel_decoder && ++applied == c->funnel_block_sizes[0])
@@ -27834,13 +27874,73 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
         cur = input;
         f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
         for (int l = c->num_layers - c->funnel_decoder_layers; l < c->num_layers && !pf__rank_failed(r); l++)
-            pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+            pf__rank_funnel_layer(r, l, r->x, r->x, cur, &f, rel_rows);
     }
     if (pf__rank_failed(r)) return;
     pf__job out = *job; /* the last rows */
     out.step.seq_len = cur->len;
     out.step.pad = cur->pad;
     pf__rank_encoder_outputs(r, &out, &t);
+}
+
+/* The memory rows an XLNet generation step at position `past` attends to before its own (its
+   keys and values at positions past - mlen .. past - 1): with xlnet_mems the rows before the
+   step's (transformers keeps the last mem_len rows of memory and step, then drops the last 2,
+   which the next step runs again: mem_len - 2 at most); without, the step runs every token. */
+static int pf__xlnet_memory_rows(const pf__config *c, int past) {
+    if (!c->xlnet_mems || c->xlnet_mem_len <= 0) return past;
+    int kept = c->xlnet_mem_len - 2 > 0 ? c->xlnet_mem_len - 2 : 0;
+    return past < kept ? past : kept;
+}
+
+/* XLNetLMHeadModel's step as its generate() runs it (one row): the step's tokens through the
+   content stream over the memory's keys and values and their own (transformers' dummy token after
+   them is seen by no one and kept nowhere: not run), and the query stream: mask_emb at the dummy's
+   position through each layer's attention over the same keys and values, then its MLP, with its
+   own residuals; its logits predict the next token. Each layer's keys and values of a position
+   stay in xlnet_mem_k / _v until a later step runs the position again; positions relative to the
+   memory's first row, as transformers counts them. */
+static void pf__rank_xlnet_generate(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, kv = (size_t)r->share.kv_heads * (size_t)c->head_dim;
+    size_t cache = (size_t)r->group->cache_len, T = r->group->max_tokens;
+    int w = s->seq_len, past = s->past, mlen = pf__xlnet_memory_rows(c, past), first = past - mlen;
+    if (s->batch != 1 || past + w > (int)cache) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "XLNet generates one row at a time within the cache (batch %d, "
+                      "positions %d)", s->batch, past + w);
+        return;
+    }
+    /* the content queries at positions mlen.. and the query stream's at mlen + w, over keys 0..mlen + w - 1:
+       one sinusoid table serves both; no pads, no segments (generate() gives no token_type_ids) */
+    memset(r->funnel_pads, 0, 2 * sizeof(int));
+    memset(r->funnel_types, 0, 2 * T * sizeof(int32_t));
+    pf__funnel_level queries = {w + 1, mlen, 1, r->funnel_pads, r->funnel_types};
+    pf__funnel_level keys = {mlen + w, 0, 1, r->funnel_pads + 1, r->funnel_types + T};
+    size_t rel_rows = 0;
+    pf__funnel_shape content = pf__rank_funnel_terms(r, &queries, &keys, 1, &rel_rows), query = content;
+    content.q_len = w;
+    query.q_len = 1;
+    query.q_first = mlen + w;
+    pf__tower t = pf__tower_of(r, 1);
+    pf__rank_embed(r, s, &t);
+    pf__step stream = *s;
+    stream.seq_len = 1;
+    stream.ids = r->group->zero_ids;
+    stream.pad = NULL;
+    be->embed(r, r->xlnet_g, &r->weights[PF__SLOT_MASK_EMBED], &stream, 1.0f, 0);
+    for (int l = 0; l < c->num_layers && !pf__rank_failed(r); l++) {
+        const pf__weight *L = pf__rank_layer_weights(r, l);
+        float *k = r->xlnet_mem_k + (size_t)l * cache * kv, *v = r->xlnet_mem_v + (size_t)l * cache * kv;
+        be->matmul(r, k + (size_t)past * kv, r->x, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), w);
+        be->matmul(r, v + (size_t)past * kv, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), w);
+        be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+        k += (size_t)first * kv, v += (size_t)first * kv;
+        pf__rank_relative_block(r, L, r->x, k, v, keys.pad, r->funnel_ints, &content);
+        pf__rank_relative_block(r, L, r->xlnet_g, k, v, keys.pad, r->funnel_ints, &query);
+    }
+    if (!pf__rank_failed(r) && job->logits) pf__rank_vocab_logits(r, job, r->xlnet_g, 1, d);
 }
 
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
@@ -27883,6 +27983,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
+        return;
+    }
+    if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM && !job->hidden) {
+        pf__rank_xlnet_generate(r, job);
         return;
     }
     if (c->funnel) {
@@ -28070,7 +28174,8 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
-    } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER && !job->hidden) {
+    } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || (c->xlnet && c->head == PF_HEAD_CAUSAL_LM)) && !job->hidden) {
+        /* a decoder's step, or XLNet's generation step (the query stream's logits) */
         size_t rows = job->all_positions ? N : B;
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
         if (job->tokens) out->choice_rows = rows;
@@ -34078,6 +34183,9 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     if (m->config.head != PF_HEAD_CAUSAL_LM && m->config.head != PF_HEAD_MASKED_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
                         m->config.head == PF_HEAD_NONE ? "hidden states alone (the bare model)" : pf__head_name(m->config.head));
+    if (m->config.xlnet) /* its logits come from the query stream at the position after the tokens */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "XLNetLMHeadModel's logits predict the token after a prompt through its "
+                        "query stream: pf_generate runs it (pf_encode gives its hidden states)");
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
@@ -36776,6 +36884,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     if (o->global_attention && !(pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ && m->config.local_attention))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: global_attention needs an encoder-decoder whose encoder "
                         "has Longformer's global attention (LED); model_type \"%s\" has none", m->config.model_type);
+    if (m->config.xlnet && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: XLNet generates one prompt, one sequence at a time "
+                        "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's", batch, o->num_beams,
+                        o->num_return_sequences);
     int vocab = m->config.vocab_size;
     /* Every count against its limit before its array is read: a count past the caller's array
        would read beyond it. */
@@ -36874,12 +36986,20 @@ PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__d
     return r;
 }
 
+/* The tokens a decode step runs in rows of `length`: the last (the KV cache holds the others), or
+   XLNet's as its generate() feeds them: with memory the last two (transformers' offset 2: the
+   memory holds the others), without it every token again. */
+static int pf__decode_width(const pf__config *c, int length) {
+    if (!c->xlnet) return 1;
+    return !c->xlnet_mems ? length : length < 2 ? length : 2;
+}
+
 /* cross_pads, cross_len: an encoder-decoder's source pads of each row and the sources' width
    (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. choice: what the
    devices choose instead of the logits landing in m->logits, or NULL. */
 static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads,
                                    const int *cross_pads, int cross_len, const pf__device_choice *choice) {
-    int width = prefill ? rows[0].length : 1;
+    int width = prefill ? rows[0].length : pf__decode_width(&m->config, rows[0].length);
     for (int b = 0; b < num_rows; b++) {
         pads[b] = rows[b].pad;
         memcpy(ids + (size_t)b * width, rows[b].tokens + rows[b].length - width, (size_t)width * sizeof(int32_t));
@@ -37087,6 +37207,7 @@ PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_
     st->pool[1] = beams > 1 ? (int32_t *)malloc(rows * st->capacity * sizeof(int32_t)) : NULL;
     size_t step_width = (size_t)st->width, recompute = (size_t)pf__recompute_width(&st->m->config);
     if (recompute > step_width && recompute <= st->capacity) step_width = recompute; /* that step's ids */
+    if (st->m->config.xlnet) step_width = st->capacity; /* without memory, every token each step */
     st->ids = (int32_t *)malloc(rows * step_width * sizeof *st->ids);
     st->pads = (int *)malloc(rows * sizeof *st->pads);
     st->src = (int *)malloc(rows * sizeof *st->src);

@@ -1888,17 +1888,26 @@ static int pf__config_choice(const pf__json *json, const char *key, const char *
    same_length, which masks all but a token's own, refused); clamp_len > 0 clamps the distances.
    SequenceSummary (classification, multiple choice): summary_type "last" with summary_use_proj to
    the hidden width (summary_proj_to_labels would make it the labels', which logits_proj cannot
-   read) and summary_activation "tanh": the pooler on each row's last token. mem_len, reuse_len
-   and use_mems_eval shape only the memory that generation reads: without effect here.
-   XLNetLMHeadModel's generation (the query stream over a permutation mask, with memory) and
-   ...ForQuestionAnswering's beam head are not implemented. */
+   read) and summary_activation "tanh": the pooler on each row's last token. XLNetLMHeadModel
+   generates (a causal LM to the API): use_mems_eval and mem_len shape its memory (reuse_len > 0,
+   which keeps only a step's first tokens, refused); the encoders' outputs read no memory.
+   ...ForQuestionAnswering's beam-search head is not implemented. */
 static pf_result pf__config_xlnet(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
-    if (pf__has_suffix(c->class_name, "LMHeadModel") ||
-        (c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple")))
+    if (c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple"))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (XLNetModel, "
-                          "...ForSequenceClassification, ...ForTokenClassification, ...ForMultipleChoice and "
-                          "...ForQuestionAnsweringSimple are: XLNetLMHeadModel's two-stream generation with memory and "
-                          "the beam-search question answering head are not implemented)", path, c->class_name);
+                          "XLNetLMHeadModel, ...ForSequenceClassification, ...ForTokenClassification, ...ForMultipleChoice "
+                          "and ...ForQuestionAnsweringSimple are: the beam-search question answering head is not "
+                          "implemented)", path, c->class_name);
+    if (pf__has_suffix(c->class_name, "LMHeadModel")) {
+        double reuse_len = 0;
+        c->head = PF_HEAD_CAUSAL_LM;
+        if (pf__json_number(pf__json_get(json, "reuse_len"), &reuse_len) < 0 || reuse_len > 0)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"reuse_len\" is not supported for generation "
+                              "(null or 0 is)", path);
+        if (c->xlnet_mem_len < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mem_len\" %d is not a count of rows", path,
+                              c->xlnet_mem_len);
+    }
     if (!c->head_dim && c->num_heads > 0) c->head_dim = c->hidden_size / c->num_heads;
     if (c->num_heads < 1 || c->hidden_size % c->num_heads || c->head_dim != c->hidden_size / c->num_heads)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"d_head\" %d is not d_model / n_head (%d / %d), as XLNet "

@@ -344,6 +344,7 @@ typedef enum {
     PF__SLOT_NEXT_SENTENCE_WEIGHT,  /* [2, hidden]: BERT's next-sentence head on the pooled output */
     PF__SLOT_NEXT_SENTENCE_BIAS,    /* [2] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
+    PF__SLOT_MASK_EMBED,            /* [1, hidden]: XLNet's mask_emb, the query stream's input (generation) */
     /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
        y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
     PF__SLOT_X_POSITION_EMBED,      /* [max_2d_positions, hidden] */
@@ -1043,6 +1044,10 @@ typedef struct pf__config {
        +-rel_clamp_len (clamp_len > 0; 0: not clamped); rel_causal (attn_type "uni"): each token
        attends to itself and the tokens before it alone */
     int xlnet, rel_clamp_len, rel_causal;
+    /* XLNetLMHeadModel's generation as its generate() runs it: with memory (xlnet_mems: use_mems_eval)
+       each step recomputes the last two tokens over the memory of the others, which keeps the last
+       xlnet_mem_len rows (mem_len; 0: all); without, every token again */
+    int xlnet_mems, xlnet_mem_len;
     int summary_last;               /* 1: sequence classification and multiple choice pool each row's last
                                        token through the pooler's dense + tanh (XLNet's SequenceSummary,
                                        summary_type "last", summary_use_proj), then the classifier */
@@ -1989,6 +1994,9 @@ struct pf__rank {
     int32_t *funnel_rows;        /* host, owned: [2][max_tokens] the pooling's two gathers */
     float *funnel_scales;        /* host, owned: [2][max_tokens] */
     float *funnel_sinusoid_host; /* host, owned: [3 cache_len][hidden] */
+    /* XLNet's generation (pf__rank_xlnet_generate): each layer's keys and values of the memory and the
+       step's tokens [layers][cache_len][kv_r] (one row), the query stream [max_batch][hidden] */
+    float *xlnet_mem_k, *xlnet_mem_v, *xlnet_g;
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows

@@ -793,6 +793,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
                 pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
         }
     }
+    if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM) { /* XLNet's generation: the memory, the query stream */
+        size_t rows = (size_t)c->num_layers * (size_t)g->cache_len;
+        r->xlnet_mem_k = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
+        r->xlnet_mem_v = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
+        r->xlnet_g = (float *)pf__rank_alloc(r, (size_t)g->max_batch * hidden * sizeof(float));
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */

@@ -901,6 +901,58 @@ def make_xlnet(name, class_name, changes, labels, with_types, seed):
     print(f"  {name}: {class_name}, hidden std {float(torch.cat(hidden).std()):.2f}, left-padded batch moves "
           + ("(not run: uni)" if padded is None else f"{moved:.1e}"))
 
+
+# XLNetLMHeadModel's greedy generation (issue 36) as transformers' generate() runs it: each step the
+# tokens and a dummy after them, the dummy hidden from every token by perm_mask and predicted by
+# the query stream (target_mapping); with memory (use_mems_eval) each step after the first runs the
+# last two tokens over the memory of the others (mem_len rows kept: 6 cuts it within these
+# lengths; null keeps all); without, every token again (with attn_type "uni" the memory changes
+# nothing: a token sees no later one). The shape and init as the encoders'.
+XLNET_LM_FIXTURES = [
+    # name, the shape's changes, prompt, new tokens
+    ("xlnet-lm", dict(attn_type="bi", mem_len=6, use_mems_eval=True), [17, 45, 88, 9, 63, 21, 77], 12),
+    ("xlnet-lm-allmem", dict(attn_type="bi", clamp_len=4, mem_len=None, use_mems_eval=True), [31, 101, 54, 12, 96], 12),
+    ("xlnet-lm-nomem", dict(attn_type="uni", clamp_len=3, use_mems_eval=False, ff_activation="relu"),
+     [119, 64, 33, 71, 40, 8], 10),
+]
+
+
+def make_xlnet_lm(name, changes, prompt, new_tokens, seed):
+    """An XLNetLMHeadModel fixture: transformers' greedy generate() of the prompt. The weights are
+    drawn again (the next seed) until no eos ends the generation early (every step runs), the tokens
+    are not one repeated, and (with memory) the memory changes them."""
+    for attempt in range(50):
+        torch.manual_seed(seed + 1000 * attempt)
+        model = transformers.XLNetLMHeadModel(transformers.XLNetConfig(**dict(XLNET_SHAPE, **changes))).eval()
+        with torch.no_grad():
+            for pname, p in model.named_parameters():
+                if pname.split(".")[-1] in ("r_w_bias", "r_r_bias", "r_s_bias", "seg_embed", "mask_emb"):
+                    p.normal_(0.0, 0.5)
+                elif pname.endswith(".bias"):
+                    p.normal_(0.0, 0.2)
+        out = FIXTURES / name
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        model.save_pretrained(out)
+        model = transformers.XLNetLMHeadModel.from_pretrained(out).eval()
+        with torch.no_grad():
+            generated = model.generate(torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False,
+                                       num_beams=1)[0, len(prompt):].tolist()
+            if model.config.use_mems_eval:  # the memory changes the tokens: else the test could not tell it
+                no_memory = model.generate(torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False,
+                                           num_beams=1, use_mems=False)[0, len(prompt):].tolist()
+            else:
+                no_memory = None
+        if len(generated) == new_tokens and len(set(generated)) >= 3 and no_memory != generated:
+            break
+    else:
+        raise SystemExit(f"{name}: no weights in 50 draws generate {new_tokens} tokens that the memory changes")
+    lines = ["prompt_text=(ids)", "prompt_ids=" + ",".join(map(str, prompt)), "greedy_ids=" + ",".join(map(str, generated)),
+             f"max_new_tokens={new_tokens}", f"vocab_size={model.config.vocab_size}"]
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    print(f"  {name}: draw {attempt}, greedy {generated}" + (f", without memory {no_memory}" if no_memory else ""))
+
 def main() -> None:
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
@@ -921,6 +973,9 @@ def main() -> None:
     for i, (name, class_name, changes, labels, with_types) in enumerate(XLNET_FIXTURES):
         if not only or name in only:
             make_xlnet(name, class_name, changes, labels, with_types, seed=2600 + i)
+    for i, (name, changes, prompt, new_tokens) in enumerate(XLNET_LM_FIXTURES):
+        if not only or name in only:
+            make_xlnet_lm(name, changes, prompt, new_tokens, seed=2700 + i)
 
 
 if __name__ == "__main__":
