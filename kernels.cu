@@ -240,7 +240,7 @@ int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t 
 int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
                         const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
-                        int k_stride, int rel_first, int separate_cls, float scale);
+                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -806,12 +806,14 @@ __global__ void pf_span_conv_kernel(float *out, const float *logits, size_t logi
     }
 }
 
-/* Funnel's relative terms, one thread per (query row, head, key): scale * cls * ((q + pos_bias) .
-   rel[row] + (q + type_bias) . seg[same]), 0 for a pad on either side (pf__backend.funnel_bias). */
+/* Funnel's and XLNet's relative terms, one thread per (query row, head, key): scale * cls * ((q +
+   pos_bias) . rel[row] + (q + type_bias) . seg[segment's row]), 0 for a pad on either side, -inf for
+   a later key when causal (pf__backend.funnel_bias). */
 __global__ void pf_funnel_bias_kernel(float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
                                       const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
                                       const int32_t *ints, int batch, int q_len, int k_len, int heads, int hd, int q_first,
-                                      int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, float scale) {
+                                      int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, int exact_segments,
+                                      int causal, float scale) {
     size_t total = (size_t)batch * q_len * heads * k_len;
     const int32_t *q_pad = ints, *k_pad = ints + batch, *q_types = ints + 2 * batch, *k_types = q_types + (size_t)batch * q_len;
     PF_GRID_STRIDE(e, total) {
@@ -819,11 +821,15 @@ __global__ void pf_funnel_bias_kernel(float *out, const float *q, const float *r
         size_t n = e / ((size_t)k_len * heads);
         int b = (int)(n / (size_t)q_len), qi = (int)(n % (size_t)q_len) - q_pad[b], kj = j - k_pad[b];
         float value = 0.0f;
-        if (qi >= 0 && kj >= 0 && !(separate_cls && (qi == 0 || kj == 0))) {
-            int distance = q_first + qi * q_stride - k_first - kj * k_stride;
+        int distance = q_first + qi * q_stride - k_first - kj * k_stride;
+        if (qi >= 0 && kj >= 0 && causal && distance < 0) {
+            value = -INFINITY;
+        } else if (qi >= 0 && kj >= 0 && !(separate_cls && (qi == 0 || kj == 0))) {
             const float *qh = q + n * (size_t)heads * hd + (size_t)h * hd;
             const float *row = rel + (size_t)((distance - rel_first) / k_stride) * heads * hd + (size_t)h * hd;
-            int tq = q_types[n], tk = k_types[(size_t)b * k_len + j], same = tq == tk || tq == 2 || tk == 2;
+            int tq = q_types[n], tk = k_types[(size_t)b * k_len + j];
+            int same = tq == tk || (!exact_segments && (tq == 2 || tk == 2));
+            int seg_row = exact_segments ? !same : same; /* XLNet's row 0 the same segment's, Funnel's row 1 */
             float position = 0.0f, segment = 0.0f;
             for (int i = 0; i < hd; i++) { /* in order, as the CPU's */
                 size_t at = (size_t)h * hd + i;
@@ -832,7 +838,7 @@ __global__ void pf_funnel_bias_kernel(float *out, const float *q, const float *r
             for (int i = 0; i < hd; i++) {
                 size_t at = (size_t)h * hd + i;
                 segment = __fadd_rn(segment, __fmul_rn(__fadd_rn(qh[i], pf_load(type_bias, type_dtype, at)),
-                                                       pf_load(seg, seg_dtype, (size_t)same * heads * hd + at)));
+                                                       pf_load(seg, seg_dtype, (size_t)seg_row * heads * hd + at)));
             }
             value = __fmul_rn(scale, __fadd_rn(position, segment));
         }
@@ -2849,12 +2855,13 @@ int pf_cuda_span_conv(struct pf_cuda_rank *st, float *out, const float *logits, 
 int pf_cuda_funnel_bias(struct pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias,
                         int pos_dtype, const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
                         const int32_t *ints, int batch, int q_len, int k_len, int heads, int head_dim, int q_first,
-                        int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, float scale) {
+                        int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, int exact_segments,
+                        int causal, float scale) {
     size_t total = (size_t)batch * q_len * heads * k_len;
     if (!total) return PF_CUDA_OK;
     pf_funnel_bias_kernel<<<pf_blocks(total, PF_THREADS), PF_THREADS, 0, st->stream>>>(
         out, q, rel, pos_bias, pos_dtype, type_bias, type_dtype, seg, seg_dtype, ints, batch, q_len, k_len, heads, head_dim,
-        q_first, q_stride, k_first, k_stride, rel_first, separate_cls, scale);
+        q_first, q_stride, k_first, k_stride, rel_first, separate_cls, exact_segments, causal, scale);
     PF_CUDA_CHECK_LAUNCH(st, pf_funnel_bias_kernel);
     return PF_CUDA_OK;
 }

@@ -390,6 +390,7 @@ typedef enum {
                                        activation on the first token, beside the model's pooler (BigBird's) */
     PF__SLOT_CLASSIFIER_DENSE_BIAS, /* [hidden] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
+    PF__SLOT_MASK_EMBED,            /* [1, hidden]: XLNet's mask_emb, the query stream's input (generation) */
     /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
        y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
     PF__SLOT_X_POSITION_EMBED,      /* [max_2d_positions, hidden] */
@@ -1121,6 +1122,18 @@ typedef struct pf__config {
        funnel_decoder_layers layers (after the blocks' in num_layers) at the first block's level */
     int funnel_decoder, funnel_decoder_layers;
     int funnel_block_sizes[PF__FUNNEL_MAX_BLOCKS], funnel_block_repeats[PF__FUNNEL_MAX_BLOCKS];
+    /* XLNet (xlnet 1): its layers run as one Funnel block without pooling (funnel 1, config.c), the
+       segment term XLNet's (pf__funnel_shape.exact_segments); the relative distances clamped to
+       +-rel_clamp_len (clamp_len > 0; 0: not clamped); rel_causal (attn_type "uni"): each token
+       attends to itself and the tokens before it alone */
+    int xlnet, rel_clamp_len, rel_causal;
+    /* XLNetLMHeadModel's generation as its generate() runs it: with memory (xlnet_mems: use_mems_eval)
+       each step recomputes the last two tokens over the memory of the others, which keeps the last
+       xlnet_mem_len rows (mem_len; 0: all); without, every token again */
+    int xlnet_mems, xlnet_mem_len;
+    int summary_last;               /* 1: sequence classification and multiple choice pool each row's last
+                                       token through the pooler's dense + tanh (XLNet's SequenceSummary,
+                                       summary_type "last", summary_use_proj), then the classifier */
     /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
        attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
        MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
@@ -1790,6 +1803,11 @@ typedef struct pf__funnel_shape {
     int q_first, q_stride, k_first, k_stride; /* a row's token t at position first + (t - pad) * stride */
     int rel_first;     /* the distance of rel's row 0; row m is rel_first + m * k_stride */
     int separate_cls;
+    /* 1 (XLNet): a query and a key are in the same segment when their ids are equal, seg_embed's row 0
+       the same segment's vectors; 0 (Funnel): id 2 (the class token's) is the same as any, row 1 the
+       same segment's */
+    int exact_segments;
+    int causal;        /* 1: a key after the query gets -inf (XLNet's attn_type "uni") */
     float scale;
 } pf__funnel_shape;
 
@@ -2027,10 +2045,11 @@ typedef struct pf__backend {
        it; Funnel is refused on it): for query row n = b * q_len + i and key j of row b, both real
        (i >= q_pad[b], j >= k_pad[b]; else 0), and per head h < f->heads of head_dim d,
        out[(n * heads + h) * k_len + j] = scale * cls(i, j) * ((q[n][h] + pos_bias[h]) . rel[row][h]
-       + (q[n][h] + type_bias[h]) . seg[same][h]), where position p = first + (t - pad) * stride on
-       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, same = the types are equal or
-       either is 2 (the class token's), cls = 0 where f->separate_cls and i or j is its row's first
-       token, else 1. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
+       + (q[n][h] + type_bias[h]) . seg[s][h]), where position p = first + (t - pad) * stride on
+       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, s = 1 when the types are equal or
+       either is 2 (the class token's), else 0 (f->exact_segments: s = 0 when the types are equal,
+       else 1), cls = 0 where f->separate_cls and i or j is its row's first token, else 1; -inf
+       where f->causal and p_j > p_i. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
        projections); ints: q_pad [batch], k_pad [batch], q_types [batch][q_len], k_types
        [batch][k_len], in the backend's memory. */
     void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
@@ -2114,6 +2133,9 @@ struct pf__rank {
     int32_t *funnel_rows;        /* host, owned: [2][max_tokens] the pooling's two gathers */
     float *funnel_scales;        /* host, owned: [2][max_tokens] */
     float *funnel_sinusoid_host; /* host, owned: [3 cache_len][hidden] */
+    /* XLNet's generation (pf__rank_xlnet_generate): each layer's keys and values of the memory and the
+       step's tokens [layers][cache_len][kv_r] (one row), the query stream [max_batch][hidden] */
+    float *xlnet_mem_k, *xlnet_mem_v, *xlnet_g;
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -5961,6 +5983,81 @@ static pf_result pf__config_block_sparse(const pf__json *json, pf__config *c, co
     return PF_OK;
 }
 
+/* A string key of XLNet's config among `names` (absent: names[0], the config class's default; null
+   is no name to transformers either): its index, or -1 after writing the refusal. */
+static int pf__config_choice(const pf__json *json, const char *key, const char *const *names, int count, const char *path,
+                             char *message, size_t size) {
+    const pf__json *v = pf__json_get(json, key);
+    if (!v) return 0;
+    for (int i = 0; v->type == PF__JSON_STRING && i < count; i++)
+        if (!strcmp(v->string, names[i])) return i;
+    pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %s%s%s is not supported (\"%s\"%s%s%s are)", path, key,
+               v->type == PF__JSON_STRING ? "\"" : "", v->type == PF__JSON_STRING ? v->string : "other than a name",
+               v->type == PF__JSON_STRING ? "\"" : "", names[0], count > 1 ? " and \"" : "", count > 1 ? names[1] : "",
+               count > 1 ? "\"" : "");
+    return -1;
+}
+
+/* XLNet (pf__config.xlnet): its n_layer layers are one Funnel block without pooling (funnel 1),
+   the segment term XLNet's; attn_type "bi" (every token sees every other) or "uni" (causal; with
+   same_length, which masks all but a token's own, refused); clamp_len > 0 clamps the distances.
+   SequenceSummary (classification, multiple choice): summary_type "last" with summary_use_proj to
+   the hidden width (summary_proj_to_labels would make it the labels', which logits_proj cannot
+   read) and summary_activation "tanh": the pooler on each row's last token. XLNetLMHeadModel
+   generates (a causal LM to the API): use_mems_eval and mem_len shape its memory (reuse_len > 0,
+   which keeps only a step's first tokens, refused); the encoders' outputs read no memory.
+   ...ForQuestionAnswering's beam-search head is not implemented. */
+static pf_result pf__config_xlnet(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    if (c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (XLNetModel, "
+                          "XLNetLMHeadModel, ...ForSequenceClassification, ...ForTokenClassification, ...ForMultipleChoice "
+                          "and ...ForQuestionAnsweringSimple are: the beam-search question answering head is not "
+                          "implemented)", path, c->class_name);
+    if (pf__has_suffix(c->class_name, "LMHeadModel")) {
+        double reuse_len = 0;
+        c->head = PF_HEAD_CAUSAL_LM;
+        if (pf__json_number(pf__json_get(json, "reuse_len"), &reuse_len) < 0 || reuse_len > 0)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"reuse_len\" is not supported for generation "
+                              "(null or 0 is)", path);
+        if (c->xlnet_mem_len < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mem_len\" %d is not a count of rows", path,
+                              c->xlnet_mem_len);
+    }
+    if (!c->head_dim && c->num_heads > 0) c->head_dim = c->hidden_size / c->num_heads;
+    if (c->num_heads < 1 || c->hidden_size % c->num_heads || c->head_dim != c->hidden_size / c->num_heads)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"d_head\" %d is not d_model / n_head (%d / %d), as XLNet "
+                          "requires", path, c->head_dim, c->hidden_size, c->num_heads);
+    if (c->head_dim > 1024) /* the CPU's relative terms keep a head's query on the stack */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"d_head\" %d is not supported (1 to 1024 are)", path,
+                          c->head_dim);
+    static const char *const attn_types[] = {"bi", "uni"}, *const summaries[] = {"last"}, *const tanh_only[] = {"tanh"};
+    int uni = pf__config_choice(json, "attn_type", attn_types, 2, path, message, size);
+    if (uni < 0) return PF_ERROR_UNSUPPORTED;
+    double same_length = 0;
+    if (pf__json_number(pf__json_get(json, "same_length"), &same_length) < 0 || (uni && same_length != 0))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"same_length\" is not supported with attn_type \"uni\" "
+                          "(false is)", path);
+    c->rel_causal = uni;
+    if (c->rel_clamp_len < 0) c->rel_clamp_len = 0; /* transformers clamps when clamp_len > 0 */
+    c->funnel_blocks = 1;
+    c->funnel_block_sizes[0] = c->num_layers;
+    c->funnel_block_repeats[0] = 1;
+    c->funnel_separate_cls = c->funnel_truncate_seq = c->funnel_pool_q_only = c->funnel_pool_max = 0;
+    c->funnel_decoder = c->funnel_decoder_layers = 0;
+    if (c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE) return PF_OK;
+    double use_proj = 1, to_labels = 0;
+    if (pf__config_choice(json, "summary_type", summaries, 1, path, message, size) < 0 ||
+        pf__config_choice(json, "summary_activation", tanh_only, 1, path, message, size) < 0)
+        return PF_ERROR_UNSUPPORTED;
+    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &use_proj) < 0 || use_proj == 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (true, the "
+                          "default, is)", path);
+    if (pf__json_number(pf__json_get(json, "summary_proj_to_labels"), &to_labels) < 0 || to_labels != 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_proj_to_labels\" is not supported (absent "
+                          "or false is: logits_proj reads the summary at the hidden width)", path);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -5991,7 +6088,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
-    if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
+    if (!r && cfg->xlnet) r = pf__config_xlnet(json, cfg, path, message, size);
+    else if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, sparse_block)), "(derived)"))
         r = pf__config_block_sparse(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
@@ -7305,7 +7403,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
         PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_WEIGHT)
-        PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED) PF__NAME(PF__SLOT_, MASK_EMBED)
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
@@ -8520,6 +8618,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_NEXT_SENTENCE_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_NEXT_SENTENCE_BIAS: *rows = 2; break;
     case PF__SLOT_TASK_TYPE_EMBED: *rows = (size_t)c->task_type_vocab_size; *cols = h; break;
+    case PF__SLOT_MASK_EMBED: *rows = 1; *cols = h; break;
     case PF__SLOT_X_POSITION_EMBED: case PF__SLOT_Y_POSITION_EMBED: case PF__SLOT_H_POSITION_EMBED:
     case PF__SLOT_W_POSITION_EMBED: *rows = (size_t)c->max_2d_positions; *cols = h; break;
     case PF__SLOT_VISUAL_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_embedding_dim; break;
@@ -25537,20 +25636,26 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
                     pos_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(pos_bias->data, h * hd + e, pos_bias->dtype);
                     type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
                 }
-                for (size_t e = 0; e < hd; e++) { /* seg row 0: another segment's; row 1: the same's */
-                    other += type_q[e] * pf__weight_value(seg->data, h * hd + e, seg->dtype);
-                    same += type_q[e] * pf__weight_value(seg->data, H * hd + h * hd + e, seg->dtype);
+                size_t same_row = f->exact_segments ? 0 : 1; /* seg_embed's row of the query's segment */
+                for (size_t e = 0; e < hd; e++) {
+                    other += type_q[e] * pf__weight_value(seg->data, (1 - same_row) * H * hd + h * hd + e, seg->dtype);
+                    same += type_q[e] * pf__weight_value(seg->data, same_row * H * hd + h * hd + e, seg->dtype);
                 }
                 for (size_t j = 0; j < Tk; j++) {
                     long qi = (long)i - q_pad[b], kj = (long)j - k_pad[b];
                     o[j] = 0.0f;
                     if (qi < 0 || kj < 0 || (f->separate_cls && (qi == 0 || kj == 0))) continue;
                     long distance = f->q_first + qi * f->q_stride - f->k_first - kj * f->k_stride;
+                    if (f->causal && distance < 0) {
+                        o[j] = -INFINITY;
+                        continue;
+                    }
                     const float *row = rel + (size_t)((distance - f->rel_first) / f->k_stride) * H * hd + h * hd;
                     float position = 0.0f;
                     for (size_t e = 0; e < hd; e++) position += pos_q[e] * row[e];
                     int32_t tq = q_types[n], tk = k_types[b * Tk + j];
-                    o[j] = f->scale * (position + (tq == tk || tq == 2 || tk == 2 ? same : other));
+                    int same_segment = tq == tk || (!f->exact_segments && (tq == 2 || tk == 2));
+                    o[j] = f->scale * (position + (same_segment ? same : other));
                 }
             }
 }
@@ -27132,6 +27237,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->ngram_x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
         r->ngram_rel = (float *)pf__rank_alloc(r, T * (size_t)c->rel_buckets * (size_t)c->num_heads * sizeof(float));
     }
+    if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM) { /* XLNet's generation: the memory, the query stream */
+        size_t rows = (size_t)c->num_layers * (size_t)g->cache_len;
+        r->xlnet_mem_k = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
+        r->xlnet_mem_v = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
+        r->xlnet_g = (float *)pf__rank_alloc(r, (size_t)g->max_batch * hidden * sizeof(float));
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
@@ -28374,14 +28485,15 @@ static void pf__rank_funnel_pool(pf__rank *r, float *out, const float *x, const 
 
 /* The relative terms' inputs of queries at level q over keys at level k, into the rank's
    memory: funnel_bias's ints, and the sinusoids of the distances p_q - p_k (row m: rel_first +
-   m k_stride; its first hidden / 2 values sin(distance f_i), then cos, f_i = 10000^(-i / (hidden
-   / 2)) as transformers computes them in fp32). Returns the shape, f->heads 0 for a rank without
-   heads; *rows the sinusoids' rows. */
+   m k_stride, XLNet's clamped to +-rel_clamp_len; its first hidden / 2 values sin(distance f_i),
+   then cos, f_i = 10000^(-i / (hidden / 2)) as transformers computes them in fp32: XLNet's
+   10000^(-2i / hidden) is the same value). Returns the shape, f->heads 0 for a rank without heads;
+   *rows the sinusoids' rows. */
 static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_level *q, const pf__funnel_level *k, int batch,
                                               size_t *rows) {
     const pf__config *c = &r->group->model->config;
     pf__funnel_shape f = {batch, q->len, k->len, r->share.heads, c->head_dim, q->first, q->stride, k->first, k->stride,
-                          0, c->funnel_separate_cls, 1.0f / sqrtf((float)c->head_dim)};
+                          0, c->funnel_separate_cls, c->xlnet, c->rel_causal, 1.0f / sqrtf((float)c->head_dim)};
     f.rel_first = q->first - k->first - (k->len - 1) * k->stride;
     *rows = (size_t)(((q->len - 1) * q->stride + (k->len - 1) * k->stride) / k->stride + 1);
     int32_t *ints = r->funnel_host_ints;
@@ -28393,7 +28505,8 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     size_t d = (size_t)c->hidden_size, half = d / 2;
     float *table = r->funnel_sinusoid_host;
     for (size_t m = 0; m < *rows; m++) {
-        float distance = (float)(f.rel_first + (int)m * k->stride);
+        int at = f.rel_first + (int)m * k->stride, clamp = c->rel_clamp_len;
+        float distance = (float)(clamp > 0 && at > clamp ? clamp : clamp > 0 && at < -clamp ? -clamp : at);
         for (size_t i = 0; i < half; i++) {
             float angle = distance * (1.0f / powf(10000.0f, (float)i / (float)half));
             table[m * d + i] = sinf(angle);
@@ -28404,44 +28517,41 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     return f;
 }
 
-/* One Funnel layer l: queries from q_rows (level ql), keys and values from kv_rows (level kl; the
-   same rows but after a pooling); the layer's output into q_rows. score = ((q + r_w_bias) . k +
-   the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax over the row's keys;
-   q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)), each summed over the
-   ranks as BERT's post-norm block. f: pf__rank_funnel_terms' for these levels. */
-static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__funnel_level *ql, const float *kv_rows,
-                                  const pf__funnel_level *kl, const pf__funnel_shape *f, size_t rel_rows) {
+/* The attention and MLP of a Funnel or XLNet layer (weights L) for the f->batch * f->q_len query
+   rows q_rows over the keys k and values v (attend's cross layout: f->k_len of them a row, k_pads
+   the rows' left pads), r->funnel_rel the layer's projected sinusoids, ints funnel_bias's: score =
+   ((q + r_w_bias) . k + the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax
+   over the row's keys; q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)),
+   each summed over the ranks as BERT's post-norm block. */
+static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_rows, const float *k, const float *v,
+                                    int *k_pads, const int32_t *ints, const pf__funnel_shape *f) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
-    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-    size_t Nq = (size_t)f->batch * ql->len, Nk = (size_t)f->batch * kl->len, d = (size_t)c->hidden_size;
+    size_t Nq = (size_t)f->batch * f->q_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
     if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
-        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
-                      "is)", pf__dtype_name(seg));
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "%s's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
+                      "is)", c->xlnet ? "XLNet" : "Funnel", pf__dtype_name(seg));
         return;
     }
     be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
-    be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
-    be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
-    be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
     be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS], &L[PF__SLOT_FUNNEL_R_S_BIAS],
-                    &L[PF__SLOT_FUNNEL_SEG_EMBED], r->funnel_ints, f);
+                    &L[PF__SLOT_FUNNEL_SEG_EMBED], ints, f);
     be->add_residual(r, r->qkv, NULL, &L[PF__SLOT_CROSS_Q_BIAS], Nq, (size_t)f->heads * f->head_dim); /* q + r_w_bias */
     pf__tower t = pf__tower_of(r, 1);
     pf__attn_shape shape = pf__rank_attn_shape(r, &t);
     shape.mask = PF__MASK_CROSS; /* queries and keys of the layer's own rows: the keys' left pads excepted */
-    shape.cache_len = kl->len;
+    shape.cache_len = f->k_len;
     shape.cache_dtype = PF__DTYPE_F32;
     shape.scale = f->scale;
     shape.dense_bias = r->funnel_bias;
     pf__step keys;
     memset(&keys, 0, sizeof keys);
     keys.batch = f->batch;
-    keys.seq_len = ql->len;
-    keys.pad = kl->pad;
-    be->attend(r, r->attn, r->qkv, r->funnel_k, r->funnel_v, &keys, &shape);
+    keys.seq_len = f->q_len;
+    keys.pad = k_pads;
+    be->attend(r, r->attn, r->qkv, k, v, &keys, &shape);
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, Nq);
     pf__all_reduce(r, r->part, Nq * d, "the attention output's all-reduce");
     pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows, &L[PF__SLOT_ATTN_NORM_WEIGHT],
@@ -28451,6 +28561,25 @@ static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__f
     pf__all_reduce(r, r->part, Nq * d, "the MLP output's all-reduce");
     pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT],
                            PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+}
+
+/* Layer l's weights on this rank. */
+static const pf__weight *pf__rank_layer_weights(const pf__rank *r, int l) {
+    return r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+}
+
+/* One Funnel layer l: queries from q_rows (f's level), keys and values from kv_rows (level kl; the
+   same rows but after a pooling); the layer's output into q_rows (pf__rank_relative_block). f:
+   pf__rank_funnel_terms' for these levels. */
+static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const float *kv_rows, const pf__funnel_level *kl,
+                                  const pf__funnel_shape *f, size_t rel_rows) {
+    const pf__backend *be = r->backend;
+    const pf__weight *L = pf__rank_layer_weights(r, l);
+    size_t Nk = (size_t)f->batch * kl->len;
+    be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
+    be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
+    be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+    pf__rank_relative_block(r, L, q_rows, r->funnel_k, r->funnel_v, kl->pad, r->funnel_ints, f);
 }
 
 /* FunnelModel's decoder input (FunnelDecoder's upsample) into out at the input's level: each row's
@@ -28507,7 +28636,7 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
             pf__rank_funnel_pool(r, r->h, r->x, cur, next, B);
             if (c->funnel_pool_q_only) {
                 f = pf__rank_funnel_terms(r, next, cur, B, &rel_rows);
-                pf__rank_funnel_layer(r, l, r->h, next, r->x, cur, &f, rel_rows);
+                pf__rank_funnel_layer(r, l, r->h, r->x, cur, &f, rel_rows);
                 be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
             } else {
                 be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
@@ -28519,7 +28648,7 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
         for (int i = 0; i < c->funnel_block_sizes[block] && !pf__rank_failed(r); i++, l++)
             for (int k = 0; k < c->funnel_block_repeats[block]; k++) {
                 if (!(block > 0 && c->funnel_pool_q_only && i == 0 && k == 0)) /* that one ran with the pooling */
-                    pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+                    pf__rank_funnel_layer(r, l, r->x, r->x, cur, &f, rel_rows);
                 /* the decoder's skip input: the state after block_sizes[0] layers run (transformers'
                    hidden_states[block_sizes[0]], which with block_repeats[0] > 1 is inside block 0) */
                 if (c->funnel_decoder && ++applied == c->funnel_block_sizes[0])
@@ -28532,13 +28661,73 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
         cur = input;
         f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
         for (int l = c->num_layers - c->funnel_decoder_layers; l < c->num_layers && !pf__rank_failed(r); l++)
-            pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+            pf__rank_funnel_layer(r, l, r->x, r->x, cur, &f, rel_rows);
     }
     if (pf__rank_failed(r)) return;
     pf__job out = *job; /* the last rows */
     out.step.seq_len = cur->len;
     out.step.pad = cur->pad;
     pf__rank_encoder_outputs(r, &out, &t);
+}
+
+/* The memory rows an XLNet generation step at position `past` attends to before its own (its
+   keys and values at positions past - mlen .. past - 1): with xlnet_mems the rows before the
+   step's (transformers keeps the last mem_len rows of memory and step, then drops the last 2,
+   which the next step runs again: mem_len - 2 at most); without, the step runs every token. */
+static int pf__xlnet_memory_rows(const pf__config *c, int past) {
+    if (!c->xlnet_mems || c->xlnet_mem_len <= 0) return past;
+    int kept = c->xlnet_mem_len - 2 > 0 ? c->xlnet_mem_len - 2 : 0;
+    return past < kept ? past : kept;
+}
+
+/* XLNetLMHeadModel's step as its generate() runs it (one row): the step's tokens through the
+   content stream over the memory's keys and values and their own (transformers' dummy token after
+   them is seen by no one and kept nowhere: not run), and the query stream: mask_emb at the dummy's
+   position through each layer's attention over the same keys and values, then its MLP, with its
+   own residuals; its logits predict the next token. Each layer's keys and values of a position
+   stay in xlnet_mem_k / _v until a later step runs the position again; positions relative to the
+   memory's first row, as transformers counts them. */
+static void pf__rank_xlnet_generate(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, kv = (size_t)r->share.kv_heads * (size_t)c->head_dim;
+    size_t cache = (size_t)r->group->cache_len, T = r->group->max_tokens;
+    int w = s->seq_len, past = s->past, mlen = pf__xlnet_memory_rows(c, past), first = past - mlen;
+    if (s->batch != 1 || past + w > (int)cache) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "XLNet generates one row at a time within the cache (batch %d, "
+                      "positions %d)", s->batch, past + w);
+        return;
+    }
+    /* the content queries at positions mlen.. and the query stream's at mlen + w, over keys 0..mlen + w - 1:
+       one sinusoid table serves both; no pads, no segments (generate() gives no token_type_ids) */
+    memset(r->funnel_pads, 0, 2 * sizeof(int));
+    memset(r->funnel_types, 0, 2 * T * sizeof(int32_t));
+    pf__funnel_level queries = {w + 1, mlen, 1, r->funnel_pads, r->funnel_types};
+    pf__funnel_level keys = {mlen + w, 0, 1, r->funnel_pads + 1, r->funnel_types + T};
+    size_t rel_rows = 0;
+    pf__funnel_shape content = pf__rank_funnel_terms(r, &queries, &keys, 1, &rel_rows), query = content;
+    content.q_len = w;
+    query.q_len = 1;
+    query.q_first = mlen + w;
+    pf__tower t = pf__tower_of(r, 1);
+    pf__rank_embed(r, s, &t);
+    pf__step stream = *s;
+    stream.seq_len = 1;
+    stream.ids = r->group->zero_ids;
+    stream.pad = NULL;
+    be->embed(r, r->xlnet_g, &r->weights[PF__SLOT_MASK_EMBED], &stream, 1.0f, 0);
+    for (int l = 0; l < c->num_layers && !pf__rank_failed(r); l++) {
+        const pf__weight *L = pf__rank_layer_weights(r, l);
+        float *k = r->xlnet_mem_k + (size_t)l * cache * kv, *v = r->xlnet_mem_v + (size_t)l * cache * kv;
+        be->matmul(r, k + (size_t)past * kv, r->x, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), w);
+        be->matmul(r, v + (size_t)past * kv, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), w);
+        be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+        k += (size_t)first * kv, v += (size_t)first * kv;
+        pf__rank_relative_block(r, L, r->x, k, v, keys.pad, r->funnel_ints, &content);
+        pf__rank_relative_block(r, L, r->xlnet_g, k, v, keys.pad, r->funnel_ints, &query);
+    }
+    if (!pf__rank_failed(r) && job->logits) pf__rank_vocab_logits(r, job, r->xlnet_g, 1, d);
 }
 
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
@@ -28581,6 +28770,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
+        return;
+    }
+    if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM && !job->hidden) {
+        pf__rank_xlnet_generate(r, job);
         return;
     }
     if (c->funnel) {
@@ -28783,7 +28976,8 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
-    } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER && !job->hidden) {
+    } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || (c->xlnet && c->head == PF_HEAD_CAUSAL_LM)) && !job->hidden) {
+        /* a decoder's step, or XLNet's generation step (the query stream's logits) */
         size_t rows = job->all_positions ? N : B;
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
         if (job->tokens) out->choice_rows = rows;
@@ -29292,7 +29486,7 @@ int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t 
 int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
                         const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
-                        int k_stride, int rel_first, int separate_cls, float scale);
+                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -30175,7 +30369,8 @@ static void pf__cuda_funnel_bias(pf__rank *r, float *out, const float *q, const 
     pf__cuda_ok(r, pf_cuda_funnel_bias(rs->cu, out, q, rel, pos_bias->data, pf__cuda_dtype(pos_bias->dtype), type_bias->data,
                                        pf__cuda_dtype(type_bias->dtype), seg->data, pf__cuda_dtype(seg->dtype), ints,
                                        f->batch, f->q_len, f->k_len, f->heads, f->head_dim, f->q_first, f->q_stride,
-                                       f->k_first, f->k_stride, f->rel_first, f->separate_cls, f->scale));
+                                       f->k_first, f->k_stride, f->rel_first, f->separate_cls, f->exact_segments,
+                                       f->causal, f->scale));
 }
 
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
@@ -34391,13 +34586,15 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         /* a pattern of two %d (Funnel's blocks.B.L): the layer's block and its place in it; Funnel's
-           one-%d patterns name its decoder's layers, counted from 0 after the blocks' */
+           one-%d patterns name its decoder's layers, counted from 0 after the blocks' (XLNet's, its
+           one block's layers) */
         const char *second = strstr(t->pattern, "%d");
         int pieces = t->layout == PF__LAYOUT_PER_EXPERT || t->layout == PF__LAYOUT_PER_HEAD; /* their second %d: the piece's */
         int block = 0, place = index, blocks_pattern = !pieces && second && strstr(second + 2, "%d") != NULL;
         for (int b = 0; b < m->config.funnel_blocks && place >= m->config.funnel_block_sizes[b]; b++)
             place -= m->config.funnel_block_sizes[b], block = b + 1;
-        int decoder_pattern = m->config.funnel_blocks && slot >= PF__SLOT_FIRST_LAYER && second && !blocks_pattern;
+        int decoder_pattern = m->config.funnel_blocks && !m->config.xlnet && slot >= PF__SLOT_FIRST_LAYER && second &&
+                              !blocks_pattern;
         if (decoder_pattern && block < m->config.funnel_blocks) continue; /* a block's layer */
         if (blocks_pattern && m->config.funnel_blocks && block >= m->config.funnel_blocks) continue; /* the decoder's */
         if (blocks_pattern) pf__pattern_name(pattern, sizeof pattern, t, block, place, 0);
@@ -34829,6 +35026,9 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     if (m->config.head != PF_HEAD_CAUSAL_LM && m->config.head != PF_HEAD_MASKED_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
                         m->config.head == PF_HEAD_NONE ? "hidden states alone (the bare model)" : pf__head_name(m->config.head));
+    if (m->config.xlnet) /* its logits come from the query stream at the position after the tokens */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "XLNetLMHeadModel's logits predict the token after a prompt through its "
+                        "query stream: pf_generate runs it (pf_encode gives its hidden states)");
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
@@ -34873,8 +35073,12 @@ void pf_encoding_free(pf_encoding *e) {
 }
 
 /* The pooled output and the projection of an encoding, where the model has them. */
-/* Whether the head pools each row's last token (ConvBERT's multiple choice). */
-static int pf__choice_pools_last(const pf__config *c) { return c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE; }
+/* Whether the head pools each row's last token (ConvBERT's multiple choice; XLNet's
+   SequenceSummary under classification and multiple choice). */
+static int pf__choice_pools_last(const pf__config *c) {
+    return (c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE) ||
+           (c->summary_last && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE));
+}
 
 static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
     const pf__config *c = &m->config;
@@ -37618,6 +37822,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     if (o->global_attention && !(pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ && m->config.local_attention))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: global_attention needs an encoder-decoder whose encoder "
                         "has Longformer's global attention (LED); model_type \"%s\" has none", m->config.model_type);
+    if (m->config.xlnet && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: XLNet generates one prompt, one sequence at a time "
+                        "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's", batch, o->num_beams,
+                        o->num_return_sequences);
     int vocab = m->config.vocab_size;
     /* Every count against its limit before its array is read: a count past the caller's array
        would read beyond it. */
@@ -37716,12 +37924,20 @@ PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__d
     return r;
 }
 
+/* The tokens a decode step runs in rows of `length`: the last (the KV cache holds the others), or
+   XLNet's as its generate() feeds them: with memory the last two (transformers' offset 2: the
+   memory holds the others), without it every token again. */
+static int pf__decode_width(const pf__config *c, int length) {
+    if (!c->xlnet) return 1;
+    return !c->xlnet_mems ? length : length < 2 ? length : 2;
+}
+
 /* cross_pads, cross_len: an encoder-decoder's source pads of each row and the sources' width
    (the cross caches hold the rows' encoder outputs); NULL, 0 for a decoder. choice: what the
    devices choose instead of the logits landing in m->logits, or NULL. */
 static pf_result pf__generate_step(pf_model *m, pf__row *rows, int num_rows, int prefill, int32_t *ids, int *pads,
                                    const int *cross_pads, int cross_len, const pf__device_choice *choice) {
-    int width = prefill ? rows[0].length : 1;
+    int width = prefill ? rows[0].length : pf__decode_width(&m->config, rows[0].length);
     for (int b = 0; b < num_rows; b++) {
         pads[b] = rows[b].pad;
         memcpy(ids + (size_t)b * width, rows[b].tokens + rows[b].length - width, (size_t)width * sizeof(int32_t));
@@ -37929,6 +38145,7 @@ PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_
     st->pool[1] = beams > 1 ? (int32_t *)malloc(rows * st->capacity * sizeof(int32_t)) : NULL;
     size_t step_width = (size_t)st->width, recompute = (size_t)pf__recompute_width(&st->m->config);
     if (recompute > step_width && recompute <= st->capacity) step_width = recompute; /* that step's ids */
+    if (st->m->config.xlnet) step_width = st->capacity; /* without memory, every token each step */
     st->ids = (int32_t *)malloc(rows * step_width * sizeof *st->ids);
     st->pads = (int *)malloc(rows * sizeof *st->pads);
     st->src = (int *)malloc(rows * sizeof *st->src);

@@ -483,13 +483,15 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         /* a pattern of two %d (Funnel's blocks.B.L): the layer's block and its place in it; Funnel's
-           one-%d patterns name its decoder's layers, counted from 0 after the blocks' */
+           one-%d patterns name its decoder's layers, counted from 0 after the blocks' (XLNet's, its
+           one block's layers) */
         const char *second = strstr(t->pattern, "%d");
         int pieces = t->layout == PF__LAYOUT_PER_EXPERT || t->layout == PF__LAYOUT_PER_HEAD; /* their second %d: the piece's */
         int block = 0, place = index, blocks_pattern = !pieces && second && strstr(second + 2, "%d") != NULL;
         for (int b = 0; b < m->config.funnel_blocks && place >= m->config.funnel_block_sizes[b]; b++)
             place -= m->config.funnel_block_sizes[b], block = b + 1;
-        int decoder_pattern = m->config.funnel_blocks && slot >= PF__SLOT_FIRST_LAYER && second && !blocks_pattern;
+        int decoder_pattern = m->config.funnel_blocks && !m->config.xlnet && slot >= PF__SLOT_FIRST_LAYER && second &&
+                              !blocks_pattern;
         if (decoder_pattern && block < m->config.funnel_blocks) continue; /* a block's layer */
         if (blocks_pattern && m->config.funnel_blocks && block >= m->config.funnel_blocks) continue; /* the decoder's */
         if (blocks_pattern) pf__pattern_name(pattern, sizeof pattern, t, block, place, 0);

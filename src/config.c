@@ -1920,6 +1920,81 @@ static pf_result pf__config_block_sparse(const pf__json *json, pf__config *c, co
     return PF_OK;
 }
 
+/* A string key of XLNet's config among `names` (absent: names[0], the config class's default; null
+   is no name to transformers either): its index, or -1 after writing the refusal. */
+static int pf__config_choice(const pf__json *json, const char *key, const char *const *names, int count, const char *path,
+                             char *message, size_t size) {
+    const pf__json *v = pf__json_get(json, key);
+    if (!v) return 0;
+    for (int i = 0; v->type == PF__JSON_STRING && i < count; i++)
+        if (!strcmp(v->string, names[i])) return i;
+    pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" %s%s%s is not supported (\"%s\"%s%s%s are)", path, key,
+               v->type == PF__JSON_STRING ? "\"" : "", v->type == PF__JSON_STRING ? v->string : "other than a name",
+               v->type == PF__JSON_STRING ? "\"" : "", names[0], count > 1 ? " and \"" : "", count > 1 ? names[1] : "",
+               count > 1 ? "\"" : "");
+    return -1;
+}
+
+/* XLNet (pf__config.xlnet): its n_layer layers are one Funnel block without pooling (funnel 1),
+   the segment term XLNet's; attn_type "bi" (every token sees every other) or "uni" (causal; with
+   same_length, which masks all but a token's own, refused); clamp_len > 0 clamps the distances.
+   SequenceSummary (classification, multiple choice): summary_type "last" with summary_use_proj to
+   the hidden width (summary_proj_to_labels would make it the labels', which logits_proj cannot
+   read) and summary_activation "tanh": the pooler on each row's last token. XLNetLMHeadModel
+   generates (a causal LM to the API): use_mems_eval and mem_len shape its memory (reuse_len > 0,
+   which keeps only a step's first tokens, refused); the encoders' outputs read no memory.
+   ...ForQuestionAnswering's beam-search head is not implemented. */
+static pf_result pf__config_xlnet(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    if (c->head == PF_HEAD_QUESTION_ANSWERING && !pf__has_suffix(c->class_name, "ForQuestionAnsweringSimple"))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (XLNetModel, "
+                          "XLNetLMHeadModel, ...ForSequenceClassification, ...ForTokenClassification, ...ForMultipleChoice "
+                          "and ...ForQuestionAnsweringSimple are: the beam-search question answering head is not "
+                          "implemented)", path, c->class_name);
+    if (pf__has_suffix(c->class_name, "LMHeadModel")) {
+        double reuse_len = 0;
+        c->head = PF_HEAD_CAUSAL_LM;
+        if (pf__json_number(pf__json_get(json, "reuse_len"), &reuse_len) < 0 || reuse_len > 0)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"reuse_len\" is not supported for generation "
+                              "(null or 0 is)", path);
+        if (c->xlnet_mem_len < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mem_len\" %d is not a count of rows", path,
+                              c->xlnet_mem_len);
+    }
+    if (!c->head_dim && c->num_heads > 0) c->head_dim = c->hidden_size / c->num_heads;
+    if (c->num_heads < 1 || c->hidden_size % c->num_heads || c->head_dim != c->hidden_size / c->num_heads)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"d_head\" %d is not d_model / n_head (%d / %d), as XLNet "
+                          "requires", path, c->head_dim, c->hidden_size, c->num_heads);
+    if (c->head_dim > 1024) /* the CPU's relative terms keep a head's query on the stack */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"d_head\" %d is not supported (1 to 1024 are)", path,
+                          c->head_dim);
+    static const char *const attn_types[] = {"bi", "uni"}, *const summaries[] = {"last"}, *const tanh_only[] = {"tanh"};
+    int uni = pf__config_choice(json, "attn_type", attn_types, 2, path, message, size);
+    if (uni < 0) return PF_ERROR_UNSUPPORTED;
+    double same_length = 0;
+    if (pf__json_number(pf__json_get(json, "same_length"), &same_length) < 0 || (uni && same_length != 0))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"same_length\" is not supported with attn_type \"uni\" "
+                          "(false is)", path);
+    c->rel_causal = uni;
+    if (c->rel_clamp_len < 0) c->rel_clamp_len = 0; /* transformers clamps when clamp_len > 0 */
+    c->funnel_blocks = 1;
+    c->funnel_block_sizes[0] = c->num_layers;
+    c->funnel_block_repeats[0] = 1;
+    c->funnel_separate_cls = c->funnel_truncate_seq = c->funnel_pool_q_only = c->funnel_pool_max = 0;
+    c->funnel_decoder = c->funnel_decoder_layers = 0;
+    if (c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE) return PF_OK;
+    double use_proj = 1, to_labels = 0;
+    if (pf__config_choice(json, "summary_type", summaries, 1, path, message, size) < 0 ||
+        pf__config_choice(json, "summary_activation", tanh_only, 1, path, message, size) < 0)
+        return PF_ERROR_UNSUPPORTED;
+    if (pf__json_number(pf__json_get(json, "summary_use_proj"), &use_proj) < 0 || use_proj == 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_use_proj\" is not supported (true, the "
+                          "default, is)", path);
+    if (pf__json_number(pf__json_get(json, "summary_proj_to_labels"), &to_labels) < 0 || to_labels != 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"summary_proj_to_labels\" is not supported (absent "
+                          "or false is: logits_proj reads the summary at the hidden width)", path);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -1950,7 +2025,8 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
-    if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
+    if (!r && cfg->xlnet) r = pf__config_xlnet(json, cfg, path, message, size);
+    else if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, sparse_block)), "(derived)"))
         r = pf__config_block_sparse(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);

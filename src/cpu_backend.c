@@ -4431,20 +4431,26 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
                     pos_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(pos_bias->data, h * hd + e, pos_bias->dtype);
                     type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
                 }
-                for (size_t e = 0; e < hd; e++) { /* seg row 0: another segment's; row 1: the same's */
-                    other += type_q[e] * pf__weight_value(seg->data, h * hd + e, seg->dtype);
-                    same += type_q[e] * pf__weight_value(seg->data, H * hd + h * hd + e, seg->dtype);
+                size_t same_row = f->exact_segments ? 0 : 1; /* seg_embed's row of the query's segment */
+                for (size_t e = 0; e < hd; e++) {
+                    other += type_q[e] * pf__weight_value(seg->data, (1 - same_row) * H * hd + h * hd + e, seg->dtype);
+                    same += type_q[e] * pf__weight_value(seg->data, same_row * H * hd + h * hd + e, seg->dtype);
                 }
                 for (size_t j = 0; j < Tk; j++) {
                     long qi = (long)i - q_pad[b], kj = (long)j - k_pad[b];
                     o[j] = 0.0f;
                     if (qi < 0 || kj < 0 || (f->separate_cls && (qi == 0 || kj == 0))) continue;
                     long distance = f->q_first + qi * f->q_stride - f->k_first - kj * f->k_stride;
+                    if (f->causal && distance < 0) {
+                        o[j] = -INFINITY;
+                        continue;
+                    }
                     const float *row = rel + (size_t)((distance - f->rel_first) / f->k_stride) * H * hd + h * hd;
                     float position = 0.0f;
                     for (size_t e = 0; e < hd; e++) position += pos_q[e] * row[e];
                     int32_t tq = q_types[n], tk = k_types[b * Tk + j];
-                    o[j] = f->scale * (position + (tq == tk || tq == 2 || tk == 2 ? same : other));
+                    int same_segment = tq == tk || (!f->exact_segments && (tq == 2 || tk == 2));
+                    o[j] = f->scale * (position + (same_segment ? same : other));
                 }
             }
 }

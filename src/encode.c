@@ -119,6 +119,9 @@ static pf_result pf__forward_locked(pf_model *m, const int32_t *ids, int batch, 
     if (m->config.head != PF_HEAD_CAUSAL_LM && m->config.head != PF_HEAD_MASKED_LM)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_forward gives vocabulary logits; this model computes %s (pf_encode runs it)",
                         m->config.head == PF_HEAD_NONE ? "hidden states alone (the bare model)" : pf__head_name(m->config.head));
+    if (m->config.xlnet) /* its logits come from the query stream at the position after the tokens */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "XLNetLMHeadModel's logits predict the token after a prompt through its "
+                        "query stream: pf_generate runs it (pf_encode gives its hidden states)");
     if (pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" is an encoder-decoder: %s gives its logits for a "
                         "source and decoder inputs", m->config.model_type,
@@ -163,8 +166,12 @@ void pf_encoding_free(pf_encoding *e) {
 }
 
 /* The pooled output and the projection of an encoding, where the model has them. */
-/* Whether the head pools each row's last token (ConvBERT's multiple choice). */
-static int pf__choice_pools_last(const pf__config *c) { return c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE; }
+/* Whether the head pools each row's last token (ConvBERT's multiple choice; XLNet's
+   SequenceSummary under classification and multiple choice). */
+static int pf__choice_pools_last(const pf__config *c) {
+    return (c->choice_pool_last && c->head == PF_HEAD_MULTIPLE_CHOICE) ||
+           (c->summary_last && (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION || c->head == PF_HEAD_MULTIPLE_CHOICE));
+}
 
 static pf_result pf__encoding_pooled(pf_model *m, pf_encoding *e, int batch) {
     const pf__config *c = &m->config;

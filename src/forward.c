@@ -1112,14 +1112,15 @@ static void pf__rank_funnel_pool(pf__rank *r, float *out, const float *x, const 
 
 /* The relative terms' inputs of queries at level q over keys at level k, into the rank's
    memory: funnel_bias's ints, and the sinusoids of the distances p_q - p_k (row m: rel_first +
-   m k_stride; its first hidden / 2 values sin(distance f_i), then cos, f_i = 10000^(-i / (hidden
-   / 2)) as transformers computes them in fp32). Returns the shape, f->heads 0 for a rank without
-   heads; *rows the sinusoids' rows. */
+   m k_stride, XLNet's clamped to +-rel_clamp_len; its first hidden / 2 values sin(distance f_i),
+   then cos, f_i = 10000^(-i / (hidden / 2)) as transformers computes them in fp32: XLNet's
+   10000^(-2i / hidden) is the same value). Returns the shape, f->heads 0 for a rank without heads;
+   *rows the sinusoids' rows. */
 static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_level *q, const pf__funnel_level *k, int batch,
                                               size_t *rows) {
     const pf__config *c = &r->group->model->config;
     pf__funnel_shape f = {batch, q->len, k->len, r->share.heads, c->head_dim, q->first, q->stride, k->first, k->stride,
-                          0, c->funnel_separate_cls, 1.0f / sqrtf((float)c->head_dim)};
+                          0, c->funnel_separate_cls, c->xlnet, c->rel_causal, 1.0f / sqrtf((float)c->head_dim)};
     f.rel_first = q->first - k->first - (k->len - 1) * k->stride;
     *rows = (size_t)(((q->len - 1) * q->stride + (k->len - 1) * k->stride) / k->stride + 1);
     int32_t *ints = r->funnel_host_ints;
@@ -1131,7 +1132,8 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     size_t d = (size_t)c->hidden_size, half = d / 2;
     float *table = r->funnel_sinusoid_host;
     for (size_t m = 0; m < *rows; m++) {
-        float distance = (float)(f.rel_first + (int)m * k->stride);
+        int at = f.rel_first + (int)m * k->stride, clamp = c->rel_clamp_len;
+        float distance = (float)(clamp > 0 && at > clamp ? clamp : clamp > 0 && at < -clamp ? -clamp : at);
         for (size_t i = 0; i < half; i++) {
             float angle = distance * (1.0f / powf(10000.0f, (float)i / (float)half));
             table[m * d + i] = sinf(angle);
@@ -1142,44 +1144,41 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     return f;
 }
 
-/* One Funnel layer l: queries from q_rows (level ql), keys and values from kv_rows (level kl; the
-   same rows but after a pooling); the layer's output into q_rows. score = ((q + r_w_bias) . k +
-   the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax over the row's keys;
-   q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)), each summed over the
-   ranks as BERT's post-norm block. f: pf__rank_funnel_terms' for these levels. */
-static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__funnel_level *ql, const float *kv_rows,
-                                  const pf__funnel_level *kl, const pf__funnel_shape *f, size_t rel_rows) {
+/* The attention and MLP of a Funnel or XLNet layer (weights L) for the f->batch * f->q_len query
+   rows q_rows over the keys k and values v (attend's cross layout: f->k_len of them a row, k_pads
+   the rows' left pads), r->funnel_rel the layer's projected sinusoids, ints funnel_bias's: score =
+   ((q + r_w_bias) . k + the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax
+   over the row's keys; q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)),
+   each summed over the ranks as BERT's post-norm block. */
+static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_rows, const float *k, const float *v,
+                                    int *k_pads, const int32_t *ints, const pf__funnel_shape *f) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
-    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
-    size_t Nq = (size_t)f->batch * ql->len, Nk = (size_t)f->batch * kl->len, d = (size_t)c->hidden_size;
+    size_t Nq = (size_t)f->batch * f->q_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
     pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
     if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
-        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Funnel's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
-                      "is)", pf__dtype_name(seg));
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "%s's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
+                      "is)", c->xlnet ? "XLNet" : "Funnel", pf__dtype_name(seg));
         return;
     }
     be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
-    be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
-    be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
-    be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
     be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS], &L[PF__SLOT_FUNNEL_R_S_BIAS],
-                    &L[PF__SLOT_FUNNEL_SEG_EMBED], r->funnel_ints, f);
+                    &L[PF__SLOT_FUNNEL_SEG_EMBED], ints, f);
     be->add_residual(r, r->qkv, NULL, &L[PF__SLOT_CROSS_Q_BIAS], Nq, (size_t)f->heads * f->head_dim); /* q + r_w_bias */
     pf__tower t = pf__tower_of(r, 1);
     pf__attn_shape shape = pf__rank_attn_shape(r, &t);
     shape.mask = PF__MASK_CROSS; /* queries and keys of the layer's own rows: the keys' left pads excepted */
-    shape.cache_len = kl->len;
+    shape.cache_len = f->k_len;
     shape.cache_dtype = PF__DTYPE_F32;
     shape.scale = f->scale;
     shape.dense_bias = r->funnel_bias;
     pf__step keys;
     memset(&keys, 0, sizeof keys);
     keys.batch = f->batch;
-    keys.seq_len = ql->len;
-    keys.pad = kl->pad;
-    be->attend(r, r->attn, r->qkv, r->funnel_k, r->funnel_v, &keys, &shape);
+    keys.seq_len = f->q_len;
+    keys.pad = k_pads;
+    be->attend(r, r->attn, r->qkv, k, v, &keys, &shape);
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, Nq);
     pf__all_reduce(r, r->part, Nq * d, "the attention output's all-reduce");
     pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows, &L[PF__SLOT_ATTN_NORM_WEIGHT],
@@ -1189,6 +1188,25 @@ static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const pf__f
     pf__all_reduce(r, r->part, Nq * d, "the MLP output's all-reduce");
     pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT],
                            PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+}
+
+/* Layer l's weights on this rank. */
+static const pf__weight *pf__rank_layer_weights(const pf__rank *r, int l) {
+    return r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+}
+
+/* One Funnel layer l: queries from q_rows (f's level), keys and values from kv_rows (level kl; the
+   same rows but after a pooling); the layer's output into q_rows (pf__rank_relative_block). f:
+   pf__rank_funnel_terms' for these levels. */
+static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const float *kv_rows, const pf__funnel_level *kl,
+                                  const pf__funnel_shape *f, size_t rel_rows) {
+    const pf__backend *be = r->backend;
+    const pf__weight *L = pf__rank_layer_weights(r, l);
+    size_t Nk = (size_t)f->batch * kl->len;
+    be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
+    be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
+    be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+    pf__rank_relative_block(r, L, q_rows, r->funnel_k, r->funnel_v, kl->pad, r->funnel_ints, f);
 }
 
 /* FunnelModel's decoder input (FunnelDecoder's upsample) into out at the input's level: each row's
@@ -1245,7 +1263,7 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
             pf__rank_funnel_pool(r, r->h, r->x, cur, next, B);
             if (c->funnel_pool_q_only) {
                 f = pf__rank_funnel_terms(r, next, cur, B, &rel_rows);
-                pf__rank_funnel_layer(r, l, r->h, next, r->x, cur, &f, rel_rows);
+                pf__rank_funnel_layer(r, l, r->h, r->x, cur, &f, rel_rows);
                 be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
             } else {
                 be->copy(r, r->x, r->h, (size_t)B * next->len * d * sizeof(float));
@@ -1257,7 +1275,7 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
         for (int i = 0; i < c->funnel_block_sizes[block] && !pf__rank_failed(r); i++, l++)
             for (int k = 0; k < c->funnel_block_repeats[block]; k++) {
                 if (!(block > 0 && c->funnel_pool_q_only && i == 0 && k == 0)) /* that one ran with the pooling */
-                    pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+                    pf__rank_funnel_layer(r, l, r->x, r->x, cur, &f, rel_rows);
                 /* the decoder's skip input: the state after block_sizes[0] layers run (transformers'
                    hidden_states[block_sizes[0]], which with block_repeats[0] > 1 is inside block 0) */
                 if (c->funnel_decoder && ++applied == c->funnel_block_sizes[0])
@@ -1270,13 +1288,73 @@ static void pf__rank_funnel(pf__rank *r, const pf__job *job) {
         cur = input;
         f = pf__rank_funnel_terms(r, cur, cur, B, &rel_rows);
         for (int l = c->num_layers - c->funnel_decoder_layers; l < c->num_layers && !pf__rank_failed(r); l++)
-            pf__rank_funnel_layer(r, l, r->x, cur, r->x, cur, &f, rel_rows);
+            pf__rank_funnel_layer(r, l, r->x, r->x, cur, &f, rel_rows);
     }
     if (pf__rank_failed(r)) return;
     pf__job out = *job; /* the last rows */
     out.step.seq_len = cur->len;
     out.step.pad = cur->pad;
     pf__rank_encoder_outputs(r, &out, &t);
+}
+
+/* The memory rows an XLNet generation step at position `past` attends to before its own (its
+   keys and values at positions past - mlen .. past - 1): with xlnet_mems the rows before the
+   step's (transformers keeps the last mem_len rows of memory and step, then drops the last 2,
+   which the next step runs again: mem_len - 2 at most); without, the step runs every token. */
+static int pf__xlnet_memory_rows(const pf__config *c, int past) {
+    if (!c->xlnet_mems || c->xlnet_mem_len <= 0) return past;
+    int kept = c->xlnet_mem_len - 2 > 0 ? c->xlnet_mem_len - 2 : 0;
+    return past < kept ? past : kept;
+}
+
+/* XLNetLMHeadModel's step as its generate() runs it (one row): the step's tokens through the
+   content stream over the memory's keys and values and their own (transformers' dummy token after
+   them is seen by no one and kept nowhere: not run), and the query stream: mask_emb at the dummy's
+   position through each layer's attention over the same keys and values, then its MLP, with its
+   own residuals; its logits predict the next token. Each layer's keys and values of a position
+   stay in xlnet_mem_k / _v until a later step runs the position again; positions relative to the
+   memory's first row, as transformers counts them. */
+static void pf__rank_xlnet_generate(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, kv = (size_t)r->share.kv_heads * (size_t)c->head_dim;
+    size_t cache = (size_t)r->group->cache_len, T = r->group->max_tokens;
+    int w = s->seq_len, past = s->past, mlen = pf__xlnet_memory_rows(c, past), first = past - mlen;
+    if (s->batch != 1 || past + w > (int)cache) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "XLNet generates one row at a time within the cache (batch %d, "
+                      "positions %d)", s->batch, past + w);
+        return;
+    }
+    /* the content queries at positions mlen.. and the query stream's at mlen + w, over keys 0..mlen + w - 1:
+       one sinusoid table serves both; no pads, no segments (generate() gives no token_type_ids) */
+    memset(r->funnel_pads, 0, 2 * sizeof(int));
+    memset(r->funnel_types, 0, 2 * T * sizeof(int32_t));
+    pf__funnel_level queries = {w + 1, mlen, 1, r->funnel_pads, r->funnel_types};
+    pf__funnel_level keys = {mlen + w, 0, 1, r->funnel_pads + 1, r->funnel_types + T};
+    size_t rel_rows = 0;
+    pf__funnel_shape content = pf__rank_funnel_terms(r, &queries, &keys, 1, &rel_rows), query = content;
+    content.q_len = w;
+    query.q_len = 1;
+    query.q_first = mlen + w;
+    pf__tower t = pf__tower_of(r, 1);
+    pf__rank_embed(r, s, &t);
+    pf__step stream = *s;
+    stream.seq_len = 1;
+    stream.ids = r->group->zero_ids;
+    stream.pad = NULL;
+    be->embed(r, r->xlnet_g, &r->weights[PF__SLOT_MASK_EMBED], &stream, 1.0f, 0);
+    for (int l = 0; l < c->num_layers && !pf__rank_failed(r); l++) {
+        const pf__weight *L = pf__rank_layer_weights(r, l);
+        float *k = r->xlnet_mem_k + (size_t)l * cache * kv, *v = r->xlnet_mem_v + (size_t)l * cache * kv;
+        be->matmul(r, k + (size_t)past * kv, r->x, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), w);
+        be->matmul(r, v + (size_t)past * kv, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), w);
+        be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+        k += (size_t)first * kv, v += (size_t)first * kv;
+        pf__rank_relative_block(r, L, r->x, k, v, keys.pad, r->funnel_ints, &content);
+        pf__rank_relative_block(r, L, r->xlnet_g, k, v, keys.pad, r->funnel_ints, &query);
+    }
+    if (!pf__rank_failed(r) && job->logits) pf__rank_vocab_logits(r, job, r->xlnet_g, 1, d);
 }
 
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
@@ -1319,6 +1397,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
+        return;
+    }
+    if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM && !job->hidden) {
+        pf__rank_xlnet_generate(r, job);
         return;
     }
     if (c->funnel) {
@@ -1521,7 +1603,8 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
-    } else if (pf__archs[c->arch].kind != PF__KIND_ENCODER && !job->hidden) {
+    } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || (c->xlnet && c->head == PF_HEAD_CAUSAL_LM)) && !job->hidden) {
+        /* a decoder's step, or XLNet's generation step (the query stream's logits) */
         size_t rows = job->all_positions ? N : B;
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
         if (job->tokens) out->choice_rows = rows;

@@ -347,6 +347,7 @@ typedef enum {
                                        activation on the first token, beside the model's pooler (BigBird's) */
     PF__SLOT_CLASSIFIER_DENSE_BIAS, /* [hidden] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
+    PF__SLOT_MASK_EMBED,            /* [1, hidden]: XLNet's mask_emb, the query stream's input (generation) */
     /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
        y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
     PF__SLOT_X_POSITION_EMBED,      /* [max_2d_positions, hidden] */
@@ -1078,6 +1079,18 @@ typedef struct pf__config {
        funnel_decoder_layers layers (after the blocks' in num_layers) at the first block's level */
     int funnel_decoder, funnel_decoder_layers;
     int funnel_block_sizes[PF__FUNNEL_MAX_BLOCKS], funnel_block_repeats[PF__FUNNEL_MAX_BLOCKS];
+    /* XLNet (xlnet 1): its layers run as one Funnel block without pooling (funnel 1, config.c), the
+       segment term XLNet's (pf__funnel_shape.exact_segments); the relative distances clamped to
+       +-rel_clamp_len (clamp_len > 0; 0: not clamped); rel_causal (attn_type "uni"): each token
+       attends to itself and the tokens before it alone */
+    int xlnet, rel_clamp_len, rel_causal;
+    /* XLNetLMHeadModel's generation as its generate() runs it: with memory (xlnet_mems: use_mems_eval)
+       each step recomputes the last two tokens over the memory of the others, which keeps the last
+       xlnet_mem_len rows (mem_len; 0: all); without, every token again */
+    int xlnet_mems, xlnet_mem_len;
+    int summary_last;               /* 1: sequence classification and multiple choice pool each row's last
+                                       token through the pooler's dense + tanh (XLNet's SequenceSummary,
+                                       summary_type "last", summary_use_proj), then the classifier */
     /* MobileBERT: bottleneck blocks (PF__SLOT_BOTTLENECK_*) of width bottleneck_width (0: none),
        attention heads of bottleneck_width / heads; stacked_ffns MLPs a block (the last its own
        MLP slots, the others PF__SLOT_FFN1_* ...); the embedding's and blocks' norms x * w + b
@@ -1747,6 +1760,11 @@ typedef struct pf__funnel_shape {
     int q_first, q_stride, k_first, k_stride; /* a row's token t at position first + (t - pad) * stride */
     int rel_first;     /* the distance of rel's row 0; row m is rel_first + m * k_stride */
     int separate_cls;
+    /* 1 (XLNet): a query and a key are in the same segment when their ids are equal, seg_embed's row 0
+       the same segment's vectors; 0 (Funnel): id 2 (the class token's) is the same as any, row 1 the
+       same segment's */
+    int exact_segments;
+    int causal;        /* 1: a key after the query gets -inf (XLNet's attn_type "uni") */
     float scale;
 } pf__funnel_shape;
 
@@ -1984,10 +2002,11 @@ typedef struct pf__backend {
        it; Funnel is refused on it): for query row n = b * q_len + i and key j of row b, both real
        (i >= q_pad[b], j >= k_pad[b]; else 0), and per head h < f->heads of head_dim d,
        out[(n * heads + h) * k_len + j] = scale * cls(i, j) * ((q[n][h] + pos_bias[h]) . rel[row][h]
-       + (q[n][h] + type_bias[h]) . seg[same][h]), where position p = first + (t - pad) * stride on
-       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, same = the types are equal or
-       either is 2 (the class token's), cls = 0 where f->separate_cls and i or j is its row's first
-       token, else 1. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
+       + (q[n][h] + type_bias[h]) . seg[s][h]), where position p = first + (t - pad) * stride on
+       each side, row = (p_i - p_j - f->rel_first) / f->k_stride, s = 1 when the types are equal or
+       either is 2 (the class token's), else 0 (f->exact_segments: s = 0 when the types are equal,
+       else 1), cls = 0 where f->separate_cls and i or j is its row's first token, else 1; -inf
+       where f->causal and p_j > p_i. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
        projections); ints: q_pad [batch], k_pad [batch], q_types [batch][q_len], k_types
        [batch][k_len], in the backend's memory. */
     void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
@@ -2071,6 +2090,9 @@ struct pf__rank {
     int32_t *funnel_rows;        /* host, owned: [2][max_tokens] the pooling's two gathers */
     float *funnel_scales;        /* host, owned: [2][max_tokens] */
     float *funnel_sinusoid_host; /* host, owned: [3 cache_len][hidden] */
+    /* XLNet's generation (pf__rank_xlnet_generate): each layer's keys and values of the memory and the
+       step's tokens [layers][cache_len][kv_r] (one row), the query stream [max_batch][hidden] */
+    float *xlnet_mem_k, *xlnet_mem_v, *xlnet_g;
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows

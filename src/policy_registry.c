@@ -97,7 +97,7 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DISCRIMINATOR_BIAS) PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_WEIGHT)
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
         PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_WEIGHT)
-        PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED) PF__NAME(PF__SLOT_, MASK_EMBED)
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
@@ -1312,6 +1312,7 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_NEXT_SENTENCE_WEIGHT: *rows = 2; *cols = h; break;
     case PF__SLOT_NEXT_SENTENCE_BIAS: *rows = 2; break;
     case PF__SLOT_TASK_TYPE_EMBED: *rows = (size_t)c->task_type_vocab_size; *cols = h; break;
+    case PF__SLOT_MASK_EMBED: *rows = 1; *cols = h; break;
     case PF__SLOT_X_POSITION_EMBED: case PF__SLOT_Y_POSITION_EMBED: case PF__SLOT_H_POSITION_EMBED:
     case PF__SLOT_W_POSITION_EMBED: *rows = (size_t)c->max_2d_positions; *cols = h; break;
     case PF__SLOT_VISUAL_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_embedding_dim; break;

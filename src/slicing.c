@@ -829,6 +829,12 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->ngram_x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
         r->ngram_rel = (float *)pf__rank_alloc(r, T * (size_t)c->rel_buckets * (size_t)c->num_heads * sizeof(float));
     }
+    if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM) { /* XLNet's generation: the memory, the query stream */
+        size_t rows = (size_t)c->num_layers * (size_t)g->cache_len;
+        r->xlnet_mem_k = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
+        r->xlnet_mem_v = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
+        r->xlnet_g = (float *)pf__rank_alloc(r, (size_t)g->max_batch * hidden * sizeof(float));
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */

@@ -270,7 +270,8 @@ TAPED(span_conv, SPAN_CONV_ARGS, 0)
 #define FUNNEL_BIAS_ARGS(X) X(float *, out) X(const float *, q) X(const float *, rel) X(const void *, pos_bias) \
     X(int, pos_dtype) X(const void *, type_bias) X(int, type_dtype) X(const void *, seg) X(int, seg_dtype) \
     X(const int32_t *, ints) X(int, batch) X(int, q_len) X(int, k_len) X(int, heads) X(int, hd) X(int, q_first) \
-    X(int, q_stride) X(int, k_first) X(int, k_stride) X(int, rel_first) X(int, separate_cls) X(float, scale)
+    X(int, q_stride) X(int, k_first) X(int, k_stride) X(int, rel_first) X(int, separate_cls) \
+    X(int, exact_segments) X(int, causal) X(float, scale)
 TAPED(funnel_bias, FUNNEL_BIAS_ARGS, 0)
 #define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
     X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
@@ -914,7 +915,8 @@ static int span_conv_live(pf_cuda_rank *st, float *out, const float *logits, siz
 static int funnel_bias_live(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias,
                             int pos_dtype, const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
                             const int32_t *ints, int batch, int q_len, int k_len, int heads, int hd, int q_first,
-                            int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, float scale) {
+                            int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, int exact_segments,
+                            int causal, float scale) {
     (void)st;
     size_t total = (size_t)batch * q_len * heads * k_len, width = (size_t)heads * hd;
     if (!total) return 0;
@@ -932,16 +934,20 @@ static int funnel_bias_live(pf_cuda_rank *st, float *out, const float *q, const 
         size_t n = e / ((size_t)k_len * heads);
         int b = (int)(n / (size_t)q_len), qi = (int)(n % (size_t)q_len) - q_pad[b], kj = j - k_pad[b];
         float value = 0.0f;
-        if (qi >= 0 && kj >= 0 && !(separate_cls && (qi == 0 || kj == 0))) {
-            int distance = q_first + qi * q_stride - k_first - kj * k_stride;
+        int distance = q_first + qi * q_stride - k_first - kj * k_stride;
+        if (qi >= 0 && kj >= 0 && causal && distance < 0) {
+            value = -INFINITY;
+        } else if (qi >= 0 && kj >= 0 && !(separate_cls && (qi == 0 || kj == 0))) {
             const float *qh = q + n * width + (size_t)h * hd;
             const float *row = rel + (size_t)((distance - rel_first) / k_stride) * width + (size_t)h * hd;
-            int tq = q_types[n], tk = k_types[(size_t)b * k_len + j], same = tq == tk || tq == 2 || tk == 2;
+            int tq = q_types[n], tk = k_types[(size_t)b * k_len + j];
+            int same = tq == tk || (!exact_segments && (tq == 2 || tk == 2));
+            int seg_row = exact_segments ? !same : same;
             float position = 0.0f, segment = 0.0f;
             for (int i = 0; i < hd; i++) position += (qh[i] + ld(pos_bias, pos_dtype, (size_t)h * hd + i)) * row[i];
             for (int i = 0; i < hd; i++)
                 segment += (qh[i] + ld(type_bias, type_dtype, (size_t)h * hd + i)) *
-                           ld(seg, seg_dtype, (size_t)same * width + (size_t)h * hd + i);
+                           ld(seg, seg_dtype, (size_t)seg_row * width + (size_t)h * hd + i);
             value = scale * (position + segment);
         }
         out[e] = value;

@@ -924,6 +924,144 @@ def check_big_bird_blocks_matter(name, out, class_name, hidden):
         print(f"  {name} with {what}: sparse rows {rows} move by at least {effect:.3f}")
 
 
+
+# XLNet (issue 36): 4 heads of d_head 10 (3 ranks split them 2, 1, 1), 2 layers. Rows as
+# XLNetTokenizer ends them, <sep> (4) and <cls> (3) last, the class token's segment 2; row 1 a pair
+# of segments. Between them the fixtures take attn_type "bi" and "uni", clamp_len off and short
+# enough to clamp (3 < the 11 of row 1), both ff_activations transformers' configs name, and a
+# model run without token_type_ids (no segment term; the library's zeros give a term the same for
+# every key of a query, which the softmax cancels). Each row run alone; transformers' own
+# left-padded batch (XLNet's padding side) gives the same numbers, checked here.
+XLNET_SHAPE = dict(vocab_size=120, d_model=40, n_layer=2, n_head=4, d_inner=64, dropout=0.0, initializer_range=0.3,
+                   pad_token_id=5)
+XLNET_ROWS = [
+    ([17, 45, 88, 9, 63, 4, 3], [0] * 6 + [2]),
+    ([21, 77, 31, 101, 4, 54, 12, 96, 40, 8, 4, 3], [0] * 5 + [1] * 6 + [2]),
+    ([119, 64, 33, 71, 4, 3], [0] * 5 + [2]),
+]
+XLNET_FIXTURES = [
+    # name, class, the shape's changes, labels, token types given
+    ("xlnet", "XLNetModel", dict(attn_type="bi", ff_activation="gelu"), None, True),
+    ("xlnet-cls", "XLNetForSequenceClassification", dict(attn_type="uni", clamp_len=3, ff_activation="relu"), 3, True),
+    ("xlnet-tok", "XLNetForTokenClassification", dict(attn_type="bi", clamp_len=3, ff_activation="gelu"), 5, False),
+    ("xlnet-qa", "XLNetForQuestionAnsweringSimple", dict(attn_type="uni", ff_activation="gelu"), None, True),
+    ("xlnet-mc", "XLNetForMultipleChoice", dict(attn_type="bi", clamp_len=5, ff_activation="relu"), None, True),
+]
+
+
+def make_xlnet(name, class_name, changes, labels, with_types, seed):
+    """An XLNet fixture: transformers' outputs of each row run alone (hidden states, the
+    SequenceSummary's pooled output where the head has one, the head's logits)."""
+    torch.manual_seed(seed)
+    kwargs = dict(XLNET_SHAPE, **changes)
+    if labels:
+        kwargs["num_labels"] = labels
+    model = getattr(transformers, class_name)(transformers.XLNetConfig(**kwargs)).eval()
+    with torch.no_grad():  # the relative terms and biases away from their init, so that each matters
+        for pname, p in model.named_parameters():
+            if pname.split(".")[-1] in ("r_w_bias", "r_r_bias", "r_s_bias", "seg_embed"):
+                p.normal_(0.0, 0.5)
+            elif pname.endswith(".bias"):
+                p.normal_(0.0, 0.2)
+    out = FIXTURES / name
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    model.save_pretrained(out)
+    model = getattr(transformers, class_name).from_pretrained(out).eval()
+    hidden, pooled, logits = [], [], []
+    choice = class_name.endswith("ForMultipleChoice")  # each row a question of one choice
+    with torch.no_grad():
+        for ids, types in XLNET_ROWS:
+            shape = (1, 1, len(ids)) if choice else (1, len(ids))
+            result = model(input_ids=torch.tensor(ids).view(shape),
+                           token_type_ids=torch.tensor(types).view(shape) if with_types else None,
+                           output_hidden_states=True)
+            last = result.hidden_states[-1][0]
+            hidden.append(last)
+            if hasattr(model, "sequence_summary"):  # the last token's projection + tanh
+                pooled.append(model.sequence_summary(last[None])[0])
+            if hasattr(result, "start_logits"):
+                logits.append(torch.stack([result.start_logits[0], result.end_logits[0]], dim=-1).reshape(-1))
+            elif hasattr(result, "logits"):
+                logits.append(result.logits.reshape(-1))
+        width = max(len(ids) for ids, _ in XLNET_ROWS)  # transformers' own batch, padded on the left
+        batch = torch.tensor([[5] * (width - len(ids)) + ids for ids, _ in XLNET_ROWS])
+        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids, _ in XLNET_ROWS])
+        types = torch.tensor([[3] * (width - len(t)) + t for _, t in XLNET_ROWS])
+        base = model.transformer if hasattr(model, "transformer") else model
+        # attn_type "uni" with a mask over a batch raises in transformers 5.24 (attn_mask += data_mask
+        # in place, [q, k, 1, 1] against [q, k, batch, 1]): rows alone only
+        padded = None if kwargs["attn_type"] == "uni" else \
+            base(input_ids=batch, attention_mask=mask, token_type_ids=types if with_types else None).last_hidden_state
+    moved = 0.0 if padded is None else max(float((padded[i, width - len(h):] - h).abs().max()) for i, h in enumerate(hidden))
+    assert moved < 1e-4, f"{name}: transformers' left-padded batch moves the rows by {moved}"
+    lines = [f"rows={len(XLNET_ROWS)}"]
+    for i, (ids, types) in enumerate(XLNET_ROWS):
+        lines.append(f"ids{i}=" + ",".join(map(str, ids)))
+        if with_types:
+            lines.append(f"types{i}=" + ",".join(map(str, types)))
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    torch.cat(hidden).numpy().astype("<f4").tofile(out / "hidden.bin")
+    if pooled:
+        torch.stack(pooled).numpy().astype("<f4").tofile(out / "pooled.bin")
+    if logits:
+        torch.cat(logits).numpy().astype("<f4").tofile(out / "logits.bin")
+    print(f"  {name}: {class_name}, hidden std {float(torch.cat(hidden).std()):.2f}, left-padded batch moves "
+          + ("(not run: uni)" if padded is None else f"{moved:.1e}"))
+
+
+# XLNetLMHeadModel's greedy generation (issue 36) as transformers' generate() runs it: each step the
+# tokens and a dummy after them, the dummy hidden from every token by perm_mask and predicted by
+# the query stream (target_mapping); with memory (use_mems_eval) each step after the first runs the
+# last two tokens over the memory of the others (mem_len rows kept: 6 cuts it within these
+# lengths; null keeps all); without, every token again (with attn_type "uni" the memory changes
+# nothing: a token sees no later one). The shape and init as the encoders'.
+XLNET_LM_FIXTURES = [
+    # name, the shape's changes, prompt, new tokens
+    ("xlnet-lm", dict(attn_type="bi", mem_len=6, use_mems_eval=True), [17, 45, 88, 9, 63, 21, 77], 12),
+    ("xlnet-lm-allmem", dict(attn_type="bi", clamp_len=4, mem_len=None, use_mems_eval=True), [31, 101, 54, 12, 96], 12),
+    ("xlnet-lm-nomem", dict(attn_type="uni", clamp_len=3, use_mems_eval=False, ff_activation="relu"),
+     [119, 64, 33, 71, 40, 8], 10),
+]
+
+
+def make_xlnet_lm(name, changes, prompt, new_tokens, seed):
+    """An XLNetLMHeadModel fixture: transformers' greedy generate() of the prompt. The weights are
+    drawn again (the next seed) until no eos ends the generation early (every step runs), the tokens
+    are not one repeated, and (with memory) the memory changes them."""
+    for attempt in range(50):
+        torch.manual_seed(seed + 1000 * attempt)
+        model = transformers.XLNetLMHeadModel(transformers.XLNetConfig(**dict(XLNET_SHAPE, **changes))).eval()
+        with torch.no_grad():
+            for pname, p in model.named_parameters():
+                if pname.split(".")[-1] in ("r_w_bias", "r_r_bias", "r_s_bias", "seg_embed", "mask_emb"):
+                    p.normal_(0.0, 0.5)
+                elif pname.endswith(".bias"):
+                    p.normal_(0.0, 0.2)
+        out = FIXTURES / name
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        model.save_pretrained(out)
+        model = transformers.XLNetLMHeadModel.from_pretrained(out).eval()
+        with torch.no_grad():
+            generated = model.generate(torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False,
+                                       num_beams=1)[0, len(prompt):].tolist()
+            if model.config.use_mems_eval:  # the memory changes the tokens: else the test could not tell it
+                no_memory = model.generate(torch.tensor([prompt]), max_new_tokens=new_tokens, do_sample=False,
+                                           num_beams=1, use_mems=False)[0, len(prompt):].tolist()
+            else:
+                no_memory = None
+        if len(generated) == new_tokens and len(set(generated)) >= 3 and no_memory != generated:
+            break
+    else:
+        raise SystemExit(f"{name}: no weights in 50 draws generate {new_tokens} tokens that the memory changes")
+    lines = ["prompt_text=(ids)", "prompt_ids=" + ",".join(map(str, prompt)), "greedy_ids=" + ",".join(map(str, generated)),
+             f"max_new_tokens={new_tokens}", f"vocab_size={model.config.vocab_size}"]
+    (out / "reference.txt").write_text("\n".join(lines) + "\n", encoding="ascii")
+    print(f"  {name}: draw {attempt}, greedy {generated}" + (f", without memory {no_memory}" if no_memory else ""))
+
 def main() -> None:
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
@@ -944,6 +1082,12 @@ def main() -> None:
     for i, (name, class_name, changes, labels) in enumerate(BIG_BIRD_FIXTURES):
         if not only or name in only:
             make_big_bird(name, class_name, changes, labels, seed=2600 + i)
+    for i, (name, class_name, changes, labels, with_types) in enumerate(XLNET_FIXTURES):
+        if not only or name in only:
+            make_xlnet(name, class_name, changes, labels, with_types, seed=2600 + i)
+    for i, (name, changes, prompt, new_tokens) in enumerate(XLNET_LM_FIXTURES):
+        if not only or name in only:
+            make_xlnet_lm(name, changes, prompt, new_tokens, seed=2700 + i)
 
 
 if __name__ == "__main__":

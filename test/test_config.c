@@ -625,6 +625,39 @@ static void test_big_bird_refusals(void) {
     }
 }
 
+/* XLNet: the keys whose other values we do not compute refused by name, and the classes we do
+   not run (the LM head's two-stream generation, the beam-search question answering). */
+static void test_xlnet_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+        {"xlnet", "\"attn_type\": \"bi\"", "\"attn_type\": \"both\"", "\"attn_type\" \"both\" is not supported",
+         PF_ERROR_UNSUPPORTED},
+        {"xlnet", "\"bi_data\": false", "\"bi_data\": true", "\"bi_data\"", PF_ERROR_UNSUPPORTED},
+        {"xlnet", "\"d_head\": 10", "\"d_head\": 8", "\"d_head\" 8 is not d_model / n_head (40 / 4)", PF_ERROR_FORMAT},
+        {"xlnet-lm", "\"reuse_len\": null", "\"reuse_len\": 4", "\"reuse_len\" is not supported for generation",
+         PF_ERROR_UNSUPPORTED},
+        {"xlnet-lm", "\"mem_len\": 6", "\"mem_len\": -1", "\"mem_len\" -1 is not a count of rows", PF_ERROR_FORMAT},
+        {"xlnet-qa", "\"XLNetForQuestionAnsweringSimple\"", "\"XLNetForQuestionAnswering\"",
+         "architecture \"XLNetForQuestionAnswering\" is not supported", PF_ERROR_UNSUPPORTED},
+        {"xlnet-cls", "\"same_length\": false", "\"same_length\": true",
+         "\"same_length\" is not supported with attn_type \"uni\"", PF_ERROR_UNSUPPORTED},
+        {"xlnet-cls", "\"summary_type\": \"last\"", "\"summary_type\": \"first\"", "\"summary_type\" \"first\" is not "
+         "supported", PF_ERROR_UNSUPPORTED},
+        {"xlnet-cls", "\"summary_activation\": \"tanh\"", "\"summary_activation\": null",
+         "\"summary_activation\" other than a name is not supported", PF_ERROR_UNSUPPORTED},
+        {"xlnet-mc", "\"summary_use_proj\": true", "\"summary_use_proj\": false", "\"summary_use_proj\" is not supported",
+         PF_ERROR_UNSUPPORTED},
+        {"xlnet-mc", "\"summary_use_proj\": true", "\"summary_use_proj\": true, \"summary_proj_to_labels\": true",
+         "\"summary_proj_to_labels\" is not supported", PF_ERROR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        char what[200];
+        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
+        expect_load(what, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
 /* Values transformers computes differently from what we implement, or cannot compute, are
    refused by name. */
 static void test_refused_values(void) {
@@ -1623,6 +1656,7 @@ void test_config(void) {
     test_convbert_refusals();
     test_funnel_refusals();
     test_big_bird_refusals();
+    test_xlnet_refusals();
     test_xlm_refusals();
     test_layoutlm_refusals();
     test_visual_bert_refusals();

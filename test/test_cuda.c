@@ -1536,7 +1536,7 @@ static void test_encoder(const char *name) {
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     int xlm = (!strncmp(name, "xlm", 3) && strncmp(name, "xlm-roberta", 11)) || !strncmp(name, "flaubert", 8);
     int uneven = !strncmp(name, "convbert", 8) || !strncmp(name, "visual-bert", 11) || !strncmp(name, "funnel", 6) ||
-                 !strncmp(name, "luke", 4) || !strncmp(name, "big-bird", 8) ||
+                 !strncmp(name, "luke", 4) || !strncmp(name, "big-bird", 8) || !strncmp(name, "xlnet", 5) ||
                  xlm; /* 4 heads: 2, 1, 1 */
     int most_ranks = uneven ? 3 : 2;
     for (int ranks = 1; r == PF_OK && ranks <= most_ranks; ranks++) {
@@ -1670,6 +1670,40 @@ static void test_speech_encoder(const char *name) {
 
 /* CLIP's text tower and image-text logits (make_clip_fixtures.py) on the GPU in fp32, 1 and 2
    ranks, against the CPU backend's (its vision tower: test_image_encoder). */
+/* XLNetLMHeadModel's greedy generation (the query stream over each layer's memory) on the GPU in
+   fp32, 1 to 3 ranks (4 heads: 2, 1, 1): transformers' tokens, as the CPU gives them. */
+static void test_xlnet_generation(const char *name) {
+    char dir[1024];
+    test_reference ref;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_model *m = NULL;
+    if (test_read_reference(dir, &ref) || pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading %s: %s", dir, m ? pf_error_message(m) : "no reference.txt");
+        pf_free(m);
+        return;
+    }
+    int32_t prompt[TEST_MAX_IDS], out[TEST_MAX_IDS];
+    for (int i = 0; i < ref.num_prompt_ids; i++) prompt[i] = ref.prompt_ids[i];
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = ref.max_new_tokens;
+    for (int ranks = 1; ranks <= 3; ranks++) {
+        pf_parallel_options po = pf_parallel_options_init();
+        po.device = PF_DEVICE_CUDA;
+        po.dtype = PF_DTYPE_F32;
+        po.max_batch = 1;
+        int n = 0;
+        pf_result r = pf_parallelize(m, ranks, &po);
+        if (r == PF_OK) r = pf_generate(m, prompt, ref.num_prompt_ids, &o, out, TEST_MAX_IDS, &n);
+        CHECK_MSG(r == PF_OK, "%s on %d ranks: %s", name, ranks, pf_error_message(m));
+        int same = r == PF_OK && n == ref.num_greedy_ids;
+        for (int i = 0; same && i < n; i++) same = out[i] == ref.greedy_ids[i];
+        CHECK_MSG(same, "%s on %d GPU ranks: %d tokens, not transformers' %d greedy ones", name, ranks, n, ref.num_greedy_ids);
+        printf("  %-10s f32 %d rank%s on the GPU          greedy tokens %s\n", name, ranks, ranks > 1 ? "s" : " ",
+               same ? "as transformers'" : "differ");
+    }
+    pf_free(m);
+}
+
 static void test_clip(void) {
     char dir[1024], path[1100];
     snprintf(dir, sizeof dir, "%s/clip", test_fixtures);
@@ -2383,6 +2417,11 @@ int main(int argc, char **argv) {
 #endif
                     continue;
                 }
+                if (!strncmp(argv[i], "xlnet-lm", 8)) { /* generation alone: no logits to compare */
+                    printf("%s\n", argv[i]);
+                    test_xlnet_generation(argv[i]);
+                    continue;
+                }
                 printf("%s\n", argv[i]);
                 /* by the reference it holds, as the full run picks its fixtures */
                 char path[1200];
@@ -2403,6 +2442,11 @@ int main(int argc, char **argv) {
             run_fixtures("pixels.bin", "image", test_image_encoder);
             printf("clip\n");
             test_clip();
+            static const char *const xlnet_lm[] = {"xlnet-lm", "xlnet-lm-allmem", "xlnet-lm-nomem"};
+            for (int k = 0; k < 3; k++) {
+                printf("%s\n", xlnet_lm[k]);
+                test_xlnet_generation(xlnet_lm[k]);
+            }
             run_fixtures("samples.bin", "speech", test_speech_encoder);
             run_fixtures("decoder_logits.bin", "encoder-decoder", test_seq2seq_fixture);
             run_fixtures("features.bin", "speech encoder-decoder", test_speech_seq2seq);

@@ -1509,6 +1509,52 @@ static void test_funnel_refusals(void) {
     pf_free(m);
 }
 
+/* XLNetLMHeadModel's greedy generation against transformers' generate() (make_encoder_fixtures.py's
+   make_xlnet_lm): the same tokens on 1, 2 and 3 ranks (4 heads: 2, 1, 1) and after pf_to_cpu;
+   pf_forward refused (its logits are the query stream's), one sequence at a time. */
+static void test_xlnet_generation(const char *name) {
+    char dir[1024];
+    test_reference ref;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_model *m = NULL;
+    if (test_read_reference(dir, &ref) || pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading %s: %s", dir, m ? pf_error_message(m) : "no reference.txt");
+        pf_free(m);
+        return;
+    }
+    pf_model_info info = pf_get_info(m);
+    CHECK(info.head == PF_HEAD_CAUSAL_LM);
+    int32_t prompt[TEST_MAX_IDS], out[TEST_MAX_IDS];
+    for (int i = 0; i < ref.num_prompt_ids; i++) prompt[i] = ref.prompt_ids[i];
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = ref.max_new_tokens;
+    for (int run = 0; run < 4; run++) { /* 1, 2, 3 ranks, then gathered back onto one CPU rank */
+        pf_result r = PF_OK;
+        if (run < 3) {
+            pf_parallel_options po = pf_parallel_options_init();
+            po.device = PF_DEVICE_CPU;
+            po.max_batch = 1;
+            r = pf_parallelize(m, run + 1, &po);
+        } else {
+            r = pf_to_cpu(m);
+        }
+        int n = 0;
+        if (r == PF_OK) r = pf_generate(m, prompt, ref.num_prompt_ids, &o, out, TEST_MAX_IDS, &n);
+        CHECK_MSG(r == PF_OK, "%s, run %d: %s", name, run, pf_error_message(m));
+        int same = r == PF_OK && n == ref.num_greedy_ids;
+        for (int i = 0; same && i < n; i++) same = out[i] == ref.greedy_ids[i];
+        CHECK_MSG(same, "%s, run %d: %d tokens, not transformers' %d greedy ones", name, run, n, ref.num_greedy_ids);
+    }
+    float logit;
+    CHECK(pf_forward(m, prompt, 1, ref.num_prompt_ids, &logit) == PF_ERROR_UNSUPPORTED);
+    CHECK(strstr(pf_error_message(m), "query stream") != NULL);
+    o.num_beams = 2;
+    int n = 0;
+    CHECK(pf_generate(m, prompt, ref.num_prompt_ids, &o, out, TEST_MAX_IDS, &n) == PF_ERROR_UNSUPPORTED);
+    CHECK(strstr(pf_error_message(m), "XLNet generates one prompt, one sequence at a time") != NULL);
+    pf_free(m);
+}
+
 void test_encoders(void) {
     test_audio_fixture("wav2vec2-ctc");
     test_audio_fixture("xlsr-ctc");
@@ -1665,6 +1711,14 @@ void test_encoders(void) {
     test_encoder_fixture("big-bird-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_encoder_fixture("big-bird-pretraining", PF_HEAD_MASKED_LM, 120, 1);
     test_encoder_fixture("big-bird-rescale", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("xlnet", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("xlnet-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("xlnet-tok", PF_HEAD_TOKEN_CLASSIFICATION, 5, 1);
+    test_encoder_fixture("xlnet-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1);
+    test_encoder_fixture("xlnet-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
+    test_xlnet_generation("xlnet-lm");
+    test_xlnet_generation("xlnet-lm-allmem");
+    test_xlnet_generation("xlnet-lm-nomem");
     test_encoder_fixture("xlm", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-lang", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-mlm", PF_HEAD_MASKED_LM, 120, 1);
