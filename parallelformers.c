@@ -310,6 +310,9 @@ typedef struct pf__packed {
     size_t scale_rows;         /* CT_INT: scales (and I8 zeros) [scale_rows: 1 or rows][scale_cols], groups of
                                   group_size inputs */
     int zero_layout;           /* CT_INT: PF__CT_ZERO_* */
+    int reordered;             /* GPTQ act order whose groups are not whole blocks of 32 inputs (a permuted
+                                  g_idx), kept in Q4_G or Q8_G blocks all the same: each rank's inputs
+                                  reordered group by group (pf__input_order) */
 } pf__packed;
 /* compressed-tensors' zero points: none (symmetric), I8 laid out as the scales, or I32 words packed
    along the outputs ([ceil(rows * bits / 32)][scale_cols], stored plus 2^(bits - 1)). */
@@ -323,6 +326,16 @@ PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, 
    nibbles), a 4-bit GPTQ, AWQ or compressed-tensors one's as Q4_G blocks, an 8-bit one's as Q8_G
    blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
 PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
+/* A reordered matrix's (pf__packed.reordered) inputs [col_begin, col_begin + cols), a rank's, in
+   the order its blocks hold them: group by group (in the order of the inputs within a group), each
+   group's run padded with PF__NO_INPUT to a whole number of blocks of 32, so that every block lies
+   in one group. Writes order[j] = the input (less col_begin) of the blocks' column j, where order
+   is not NULL; returns the blocks' width (0: out of memory). */
+#define PF__NO_INPUT UINT32_MAX
+PF_PRIVATE size_t pf__input_order(const pf__packed *p, size_t col_begin, size_t cols, uint32_t *order);
+/* count blocks of row `row` of a reordered matrix in that order (a pad's weight 0) as Q4_G or Q8_G blocks. */
+PF_PRIVATE void pf__packed_row_blocks_ordered(const pf__packed *p, size_t row, const uint32_t *order, size_t col_begin,
+                                              size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
    that we do not implement are refused by name. No quantization_config: nothing to do. */
@@ -1656,6 +1669,11 @@ typedef struct pf__weight {
        Q6_K): the stack's weight has no dtype of its own (PF__DTYPE_OTHER) and `parts` is its first
        member's weight, each member's `next` the following one; products run member by member. */
     const struct pf__weight *parts, *next;
+    /* A reordered matrix's blocks (pf__packed.reordered; CPU ranks): input_order [cols] in rank
+       memory, the blocks' column j multiplying x[input_order[j]] (PF__NO_INPUT: a pad, zero), x
+       being [inputs] wide. NULL: x is [cols], as the blocks hold it. */
+    const uint32_t *input_order;
+    size_t inputs;
 } pf__weight;
 
 /* The rows of LayoutLM's 2-D position tables a token reads, in transformers' order of summation:
@@ -2143,6 +2161,8 @@ typedef struct pf__cpu_rank {
     size_t matmul_scratch_bytes;
     float *parts_out;         /* a stack's part's products (pf__weight.parts), grown on demand */
     size_t parts_out_bytes;
+    float *ordered_x;         /* a reordered matrix's product: x's inputs in its blocks' order (pf__weight.input_order) */
+    size_t ordered_x_bytes;
 } pf__cpu_rank;
 
 /* ---- jobs, groups and the model: the types of every layer above the backends ---- */
@@ -6047,7 +6067,10 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
    scales fp16 holds, is kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16
    scale, zero and nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x
    zero, whose m fp16 would round (a bias of up to 0.7 % of a step over the block, in half of
-   llama-awq's groups). An 8-bit one (GPTQ's; compressed-tensors' pack- and naive-quantized int8)
+   llama-awq's groups). Act order's permuted groups (GPTQ's g_idx, desc_act) are kept in these
+   blocks too: each rank orders its inputs group by group, each group's run padded with zero
+   weights to whole blocks of 32 (pf__input_order: a row-parallel layer's rank holds a share of
+   every group), and its products gather the activations in that order. An 8-bit one (GPTQ's; compressed-tensors' pack- and naive-quantized int8)
    whose every 32 inputs lie in one group becomes Q8_G blocks: the group's scale in fp32, its zero
    and the 32 values, a byte each (37 bytes: 1.16 bytes a weight for the file's 1 and its scales).
    An FP8 matrix whose scale grid falls on 32 inputs (one scale, or blocks a multiple of 32 wide;
@@ -6151,22 +6174,58 @@ static float pf__int_block(const pf__packed *p, size_t row, size_t col, int *zer
     return pf__packed_scale(p, g * p->rows + row);
 }
 
-/* An integer matrix's blocks of 32 inputs as Q4_G blocks (4 bits: the scale in fp16, which holds
-   it exactly: checked) or Q8_G blocks (8 bits: the scale in fp32). */
+/* A Q4_G block (4 bits: the scale in fp16, which holds it exactly: checked) or Q8_G block (8 bits:
+   the scale in fp32) of 32 values q under one scale and zero. */
+static void pf__int_block_write(int bits, float scale, int zero, const int *q, uint8_t *out) {
+    if (bits == 4) { /* the scale, the zero, then input i in the low nibble, i + 16 in the high one */
+        uint16_t half = pf__f32_to_f16(scale);
+        out[0] = (uint8_t)(half & 255), out[1] = (uint8_t)(half >> 8), out[2] = (uint8_t)zero;
+        for (int i = 0; i < 16; i++) out[3 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+    } else { /* the scale, the zero, then the 32 values */
+        memcpy(out, &scale, sizeof scale);
+        out[4] = (uint8_t)zero;
+        for (int i = 0; i < 32; i++) out[5 + i] = (uint8_t)q[i];
+    }
+}
+
+/* An integer matrix's blocks of 32 inputs as Q4_G or Q8_G blocks. */
 static void pf__int_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
     size_t bytes = pf__block_bytes(p->bits == 4 ? PF__DTYPE_Q4_G : PF__DTYPE_Q8_G);
     for (size_t b = first; b < first + count; b++, out += bytes) {
         int zero, q[32];
         float scale = pf__int_block(p, row, b * 32, &zero, q);
-        if (p->bits == 4) { /* the scale, the zero, then input i in the low nibble, i + 16 in the high one */
-            uint16_t half = pf__f32_to_f16(scale);
-            out[0] = (uint8_t)(half & 255), out[1] = (uint8_t)(half >> 8), out[2] = (uint8_t)zero;
-            for (int i = 0; i < 16; i++) out[3 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
-        } else { /* the scale, the zero, then the 32 values */
-            memcpy(out, &scale, sizeof scale);
-            out[4] = (uint8_t)zero;
-            for (int i = 0; i < 32; i++) out[5 + i] = (uint8_t)q[i];
-        }
+        pf__int_block_write(p->bits, scale, zero, q, out);
+    }
+}
+
+PF_PRIVATE size_t pf__input_order(const pf__packed *p, size_t col_begin, size_t cols, uint32_t *order) {
+    size_t groups = (p->cols + p->group_size - 1) / p->group_size, width = 0;
+    size_t *at = (size_t *)calloc(groups + 1, sizeof *at); /* each group's count, then where its run starts */
+    if (!at) return 0;
+    for (size_t c = col_begin; c < col_begin + cols; c++) at[pf__int_group(p, c)]++;
+    for (size_t g = 0; g < groups; g++) {
+        size_t count = at[g];
+        at[g] = width;
+        width += (count + 31) / 32 * 32;
+    }
+    if (order) {
+        for (size_t j = 0; j < width; j++) order[j] = PF__NO_INPUT;
+        for (size_t c = col_begin; c < col_begin + cols; c++) order[at[pf__int_group(p, c)]++] = (uint32_t)(c - col_begin);
+    }
+    free(at);
+    return width;
+}
+
+PF_PRIVATE void pf__packed_row_blocks_ordered(const pf__packed *p, size_t row, const uint32_t *order, size_t col_begin,
+                                              size_t count, uint8_t *out) {
+    size_t bytes = pf__block_bytes(p->bits == 4 ? PF__DTYPE_Q4_G : PF__DTYPE_Q8_G);
+    for (size_t b = 0; b < count; b++, out += bytes) {
+        const uint32_t *inputs = order + 32 * b; /* one group's inputs, then pads: a block's first is an input */
+        size_t g = pf__int_group(p, col_begin + inputs[0]);
+        int zero = pf__int_zero(p, row, g), q[32];
+        for (int i = 0; i < 32; i++) /* a pad's q is the zero: its weight is 0 */
+            q[i] = inputs[i] == PF__NO_INPUT ? zero : pf__int_value(p, row, col_begin + inputs[i]);
+        pf__int_block_write(p->bits, pf__packed_scale(p, g * p->rows + row), zero, q, out);
     }
 }
 
@@ -6607,7 +6666,7 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                           "modules_to_not_convert lists its module", w->file->path, w->name);
     size_t rows = w->shape[0], cols = w->shape[1];
     pf__packed p = {PF__PACKED_FP8, rows, cols, w->data, scale->data, NULL, NULL, 0, 0, 0, 0, 0, 0, PF__DTYPE_F32, q->scale_e8m0,
-                    0, 0, PF__CT_ZERO_NONE};
+                    0, 0, PF__CT_ZERO_NONE, 0};
     int bytes_ok = q->scale_e8m0 ? pf__file_dtype_is(scale, "F8_E8M0") || pf__file_dtype_is(scale, "U8")
                                  : scale->dtype == PF__DTYPE_F32 || scale->dtype == PF__DTYPE_BF16 || scale->dtype == PF__DTYPE_F16;
     if (!bytes_ok)
@@ -6668,15 +6727,16 @@ static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, cons
    32, or a row's or the tensor's; with g_idx, constant over each 32: desc_act with static groups)
    and, for Q4_G, fp16 holds every scale (F16 scales always do; BF16 and F32 ones are checked value
    by value: a BF16 scale below fp16's normal range may not be, an F32 one rarely is; Q8_G's fp32
-   holds any). Else PF__DTYPE_PACKED: decoded into the ranks' dtype (fp32 by default), as are act
-   order's permuted groups, since keeping them in blocks would need the activations permuted into
-   the groups' order before each product. */
-static pf__dtype pf__int_blocks_dtype(const pf__packed *p) {
-    if (p->cols % 32) return PF__DTYPE_PACKED;
+   holds any). Act order's permuted groups (a g_idx not constant over each 32 inputs) are kept so
+   too, their inputs reordered on each rank (*reordered set: pf__input_order). Else
+   PF__DTYPE_PACKED: decoded into the ranks' dtype (fp32 by default). */
+static pf__dtype pf__int_blocks_dtype(const pf__packed *p, int *reordered) {
+    *reordered = 0;
     if (p->group_of) {
-        for (size_t c = 0; c < p->cols; c++)
-            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return PF__DTYPE_PACKED;
-    } else if (p->group_size % 32 && p->group_size < p->cols) {
+        for (size_t c = 0; c < p->cols && !*reordered; c++)
+            *reordered = c % 32 == 0 && p->cols - c < 32 ? 1 /* a last block cut short */
+                         : pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32));
+    } else if (p->cols % 32 || (p->group_size % 32 && p->group_size < p->cols)) {
         return PF__DTYPE_PACKED;
     }
     if (p->bits == 8) return PF__DTYPE_Q8_G;
@@ -6684,7 +6744,7 @@ static pf__dtype pf__int_blocks_dtype(const pf__packed *p) {
                                                    : (p->cols + p->group_size - 1) / p->group_size * p->rows;
     for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < scales; i++) {
         float scale = pf__packed_scale(p, i);
-        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return PF__DTYPE_PACKED;
+        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return *reordered = 0, PF__DTYPE_PACKED;
     }
     return PF__DTYPE_Q4_G;
 }
@@ -6742,14 +6802,14 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     pf__packed *p = pf__packed_new(index);
     if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
-                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
+                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE, 0};
     for (size_t i = 0; i < groups * rows; i++)
         if (!isfinite(pf__packed_scale(p, i)))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
                               "(%g, group %zu of output %zu)", path, scales->name, pf__packed_scale(p, i), i / rows,
                               i % rows);
     pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
-    if (!r) out->dtype = pf__int_blocks_dtype(p);
+    if (!r) out->dtype = pf__int_blocks_dtype(p, &p->reordered);
     if (!r) qweight->used = zeros->used = scales->used = 1;
     return r;
 }
@@ -6877,7 +6937,8 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
     scale->used = 1;
     pf_result r = pf__scales_finite(p, scale, message, size);
     if (r) return r;
-    pf__dtype kept = !q->ct_float ? pf__int_blocks_dtype(p) : pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
+    int reordered = 0; /* (compressed-tensors' group act order, a weight_g_idx, is refused) */
+    pf__dtype kept = !q->ct_float ? pf__int_blocks_dtype(p, &reordered) : pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
     if (!q->ct_packed) {
         weight->dtype = kept;
         weight->packed = p;
@@ -20917,7 +20978,7 @@ static int pf__cpu_rank_begin(pf__rank *r) {
     return r->backend_state ? 0 : -1;
 }
 static void pf__cpu_rank_end(pf__rank *r) {
-    if (r->backend_state) free(pf__cpu(r)->matmul_scratch), free(pf__cpu(r)->parts_out);
+    if (r->backend_state) free(pf__cpu(r)->matmul_scratch), free(pf__cpu(r)->parts_out), free(pf__cpu(r)->ordered_x);
     free(r->backend_state);
     r->backend_state = NULL;
 }
@@ -24018,7 +24079,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
-    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin, NULL, NULL};
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin, NULL, NULL, NULL, 0};
     if (PF__BLOCKED(weight.dtype)) {
         void *scratch = malloc(pf__quantized_x_bytes(rows, k));
         if (scratch && PF__QUANTIZED(weight.dtype)) pf__cpu_matmul_quantized(out, x, &weight, bias, rows, scratch);
@@ -24036,7 +24097,7 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
 /* Test hook: the product of blocks the ranks keep (against fp32 x), on plain arrays. */
 void pf_testing_cpu_matmul_kept(float *out, const float *x, const void *w, int dtype, size_t rows, size_t n_out,
                                 size_t k) {
-    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, 0, NULL, NULL};
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, 0, NULL, NULL, NULL, 0};
     void *scratch = malloc(rows * (k / 32) * sizeof(float) + 1);
     if (scratch) pf__cpu_matmul_blocks_f32(out, x, &weight, NULL, rows, scratch);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
@@ -24053,7 +24114,7 @@ void pf_testing_block_dequantize(int dtype, const void *blocks, size_t count, fl
 /* Test hook: the product pf_parallel_options.bf16_products runs, on plain arrays (w bf16 [n_out][k]). */
 void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
                                          size_t n_out, size_t k) {
-    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0, NULL, NULL};
+    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0, NULL, NULL, NULL, 0};
     void *scratch = malloc(pf__bf16_products_bytes(&weight, rows));
     if (scratch) pf__cpu_matmul_bf16_products(out, x, &weight, bias, rows, scratch);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
@@ -24118,6 +24179,7 @@ static void pf__cpu_matmul_parts(pf__rank *r, float *out, const float *x, const 
     pf__cpu_rank *cpu = pf__cpu(r);
     size_t column = 0;
     for (const pf__weight *part = w->parts; part && !r->error; part = part->next) {
+        if (!part->rows) continue; /* a rank without its heads (more ranks than heads) */
         size_t need = rows * part->rows * sizeof(float);
         if (need > cpu->parts_out_bytes) {
             float *grown = (float *)realloc(cpu->parts_out, need);
@@ -24149,6 +24211,24 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
     if (w->parts) {
         pf__cpu_matmul_parts(r, out, x, w, bias, rows);
         return;
+    }
+    if (w->input_order) { /* a reordered matrix's blocks: x's inputs gathered in their order, a pad's 0 */
+        size_t bytes = rows * w->cols * sizeof(float);
+        if (bytes > cpu->ordered_x_bytes) {
+            float *grown = (float *)realloc(cpu->ordered_x, bytes);
+            if (!grown) {
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a product's inputs (%zu bytes)", bytes);
+                return;
+            }
+            cpu->ordered_x = grown;
+            cpu->ordered_x_bytes = bytes;
+        }
+        for (size_t i = 0; i < rows; i++) {
+            const float *in = x + i * w->inputs;
+            float *ordered = cpu->ordered_x + i * w->cols;
+            for (size_t j = 0; j < w->cols; j++) ordered[j] = w->input_order[j] == PF__NO_INPUT ? 0.0f : in[w->input_order[j]];
+        }
+        x = cpu->ordered_x;
     }
     const float *b = bias ? (const float *)bias->data : NULL;
     /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's and Q8_G's values
@@ -26047,6 +26127,7 @@ static int pf__keeps_blocks(const pf__group *g) {
    matrices split by rows always do), or columns starting and ending on the blocks' boundaries. */
 static int pf__blocks_fit(const pf__source *src, const pf__plan *p) {
     size_t values = pf__block_values(src->dtype);
+    if (src->packed && src->packed->reordered) return src->layout == PF__LAYOUT_OUT_IN; /* any columns: reordered */
     return src->layout == PF__LAYOUT_OUT_IN && p->cols % values == 0 && p->col_begin % values == 0;
 }
 
@@ -26094,8 +26175,31 @@ static void pf__progress_add(pf__group *g, uint64_t bytes) {
 }
 
 
+/* Whether a rank keeps a reordered matrix (pf__packed.reordered) in its blocks, stored in dtype:
+   the file's format, in host memory (the products gather x in the blocks' order there). */
+static int pf__reorders(const pf__rank *r, const pf__source *src, pf__dtype dtype) {
+    return src->packed && src->packed->reordered && dtype == src->dtype && r->backend->host_memory;
+}
+
+/* A reordered matrix's weight w on the rank: its blocks' order of the plan's inputs (w->input_order,
+   in rank memory: host memory, written here) and width (w->cols; w->inputs the plan's). 0: failed. */
+static int pf__rank_order_inputs(pf__rank *r, pf__weight *w, const pf__source *src, const pf__plan *p) {
+    size_t width = p->cols ? pf__input_order(src->packed, p->col_begin, p->cols, NULL) : 0;
+    if (p->cols && !width) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return 0;
+    }
+    uint32_t *order = (uint32_t *)pf__rank_alloc(r, width * sizeof *order); /* NULL while counting */
+    if (order) pf__input_order(src->packed, p->col_begin, p->cols, order);
+    w->input_order = order;
+    w->inputs = p->cols;
+    w->cols = width;
+    return !r->error;
+}
+
+/* order: a reordered matrix's w->input_order (its blocks [plan rows][width] are written in it), else NULL. */
 static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__source *src, const pf__plan *p,
-                          float **staging, size_t *staging_size) {
+                          const uint32_t *order, size_t width, float **staging, size_t *staging_size) {
     /* vectors kept in fp32 hold what the group's dtype would (Q8 groups keep them as they are) */
     pf__dtype rounding = PF__QUANTIZED(r->group->dtype) ? PF__DTYPE_F32 : r->group->dtype;
     size_t numel = p->rows * p->cols;
@@ -26108,17 +26212,28 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         pf__progress_add(r->group, pf__source_bytes(src, numel));
         return;
     }
-    if (numel * sizeof(float) > *staging_size) { /* one slice at a time: never a second full copy */
+    size_t need = numel * sizeof(float), ordered_bytes = order ? pf__weight_bytes(dtype, p->rows, width) : 0;
+    if (ordered_bytes > need) need = ordered_bytes; /* a slice of few inputs in many groups: mostly pads */
+    if (need > *staging_size) { /* one slice at a time: never a second full copy */
         free(*staging);
-        *staging_size = numel * sizeof(float);
+        *staging_size = need;
         *staging = (float *)malloc(*staging_size);
         if (!*staging) {
             *staging_size = 0;
-            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging slice", numel * sizeof(float));
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging slice", need);
             return;
         }
     }
     float *f = *staging;
+    if (order) { /* a reordered matrix's blocks, row by row, in its inputs' order */
+        size_t slice_bytes = pf__weight_bytes(dtype, 1, width);
+        for (size_t i = 0; i < p->rows; i++)
+            pf__packed_row_blocks_ordered(src->packed, pf__plan_row(p, i), order, p->col_begin, width / 32,
+                                          (uint8_t *)f + i * slice_bytes);
+        r->backend->upload(r, dst, f, ordered_bytes);
+        pf__progress_add(r->group, pf__source_bytes(src, numel));
+        return;
+    }
     if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
         size_t values = pf__block_values(dtype), slice_bytes = pf__weight_bytes(dtype, 1, p->cols);
         for (size_t i = 0; i < p->rows; i++)
@@ -26255,10 +26370,12 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
     const pf_model *m = g->model;
     const pf__config *c = &m->config;
     pf__plan plans[4];
-    size_t rows = 0, cols = 0;
+    size_t rows = 0, cols = 0, widths[4];
     int n = 0;
     pf__dtype dtype = g->dtype, own[4]; /* the members' (all matrices, or all vectors) */
-    int mixed = 0; /* members kept in different block formats: the stack's weight is its parts */
+    /* members kept in different block formats, or reordered (each its own order of the inputs): the
+       stack's weight is its parts */
+    int mixed = 0;
     for (int k = 0; k < stack->num_members; k++) {
         const pf__source *src = &m->sources[layer_base + stack->members[k]];
         if (!src->data) continue;
@@ -26278,11 +26395,19 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
         } else if (own[n] != dtype) {
             mixed = 1;
         }
+        widths[n] = pf__reorders(r, src, own[n]) && plans[n].cols ? pf__input_order(src->packed, plans[n].col_begin,
+                                                                                    plans[n].cols, NULL) : plans[n].cols;
+        if (!widths[n]) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            free(plans[n].row_map);
+            break;
+        }
+        if (widths[n] != plans[n].cols || pf__reorders(r, src, own[n])) mixed = 1;
         rows += plans[n].rows;
         cols = plans[n++].cols;
     }
     size_t bytes = 0;
-    for (int k = 0; k < n; k++) bytes += pf__weight_bytes(mixed ? own[k] : dtype, plans[k].rows, cols);
+    for (int k = 0; k < n; k++) bytes += pf__weight_bytes(mixed ? own[k] : dtype, plans[k].rows, mixed ? widths[k] : cols);
     pf__weight *w = &r->weights[i];
     w->dtype = mixed ? PF__DTYPE_OTHER : dtype;
     w->rows = rows;
@@ -26300,8 +26425,10 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
         member->cols = p->cols;
         member->col_begin = p->col_begin;
         member->data = w->data ? (char *)w->data + offset : NULL;
-        if (member->data) pf__rank_fill(r, member->data, member->dtype, src, p, staging, staging_size);
-        offset += pf__weight_bytes(member->dtype, p->rows, cols);
+        if (pf__reorders(r, src, member->dtype) && !pf__rank_order_inputs(r, member, src, p)) member->data = NULL;
+        if (member->data)
+            pf__rank_fill(r, member->data, member->dtype, src, p, member->input_order, member->cols, staging, staging_size);
+        offset += pf__weight_bytes(member->dtype, p->rows, member->cols);
         if (mixed) *(previous ? &previous->next : &w->parts) = member;
         previous = member;
         free(p->row_map);
@@ -26353,8 +26480,14 @@ static void pf__rank_slice_weights(pf__rank *r) {
            which its relative terms read value by value, not as a product */
         if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED) && PF__QUANTIZED(w->dtype))
             w->dtype = PF__DTYPE_F32;
-        w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
-        if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
+        /* an embedding is read row by row, not through a product: a reordered one is decoded */
+        if (slot == PF__SLOT_TOKEN_EMBED && pf__reorders(r, src, w->dtype)) w->dtype = PF__DTYPE_F32;
+        if (pf__reorders(r, src, w->dtype) && !pf__rank_order_inputs(r, w, src, &p)) {
+            free(p.row_map);
+            break;
+        }
+        w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, w->cols));
+        if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, w->input_order, w->cols, &staging, &staging_size);
         free(p.row_map);
     }
     free(staging);
@@ -26655,8 +26788,13 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r) {
         }
         if (numel) {
             r->backend->download(r, raw ? raw : slice, w.data, bytes);
-            if (w.dtype != PF__DTYPE_F32)
+            if (w.dtype != PF__DTYPE_F32 && !w.input_order)
                 for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(raw ? raw : slice, k, w.dtype);
+            if (w.input_order) /* a reordered matrix's blocks: each value back at its input, in place (raw holds the blocks) */
+                for (size_t row = 0; row < w.rows; row++)
+                    for (size_t j = 0; j < w.cols; j++)
+                        if (w.input_order[j] != PF__NO_INPUT)
+                            slice[row * w.inputs + w.input_order[j]] = pf__weight_value(raw, row * w.cols + j, w.dtype);
             pf__slice_scatter(g->gather[i], src->cols, slice, &p);
         }
         free(raw);
@@ -38542,6 +38680,10 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         src->dtype = st->dtype;
     }
     src->data = src->pieces[0];
+    /* experts whose act order would reorder their inputs are decoded (pf__packed.reordered: the
+       ranks' expert products take their inputs as they are) */
+    for (size_t k = 0; src->packed_pieces && k < count; k++)
+        if (src->packed_pieces[k] && src->packed_pieces[k]->reordered) src->dtype = PF__DTYPE_PACKED;
     src->layout = per_head ? PF__LAYOUT_VECTOR : PF__LAYOUT_OUT_IN;
     src->split = t->split;
     return PF_OK;
