@@ -310,6 +310,9 @@ typedef struct pf__packed {
     size_t scale_rows;         /* CT_INT: scales (and I8 zeros) [scale_rows: 1 or rows][scale_cols], groups of
                                   group_size inputs */
     int zero_layout;           /* CT_INT: PF__CT_ZERO_* */
+    int reordered;             /* GPTQ act order whose groups are not whole blocks of 32 inputs (a permuted
+                                  g_idx), kept in Q4_G or Q8_G blocks all the same: each rank's inputs
+                                  reordered group by group (pf__input_order) */
 } pf__packed;
 /* compressed-tensors' zero points: none (symmetric), I8 laid out as the scales, or I32 words packed
    along the outputs ([ceil(rows * bits / 32)][scale_cols], stored plus 2^(bits - 1)). */
@@ -323,6 +326,16 @@ PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, 
    nibbles), a 4-bit GPTQ, AWQ or compressed-tensors one's as Q4_G blocks, an 8-bit one's as Q8_G
    blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
 PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
+/* A reordered matrix's (pf__packed.reordered) inputs [col_begin, col_begin + cols), a rank's, in
+   the order its blocks hold them: group by group (in the order of the inputs within a group), each
+   group's run padded with PF__NO_INPUT to a whole number of blocks of 32, so that every block lies
+   in one group. Writes order[j] = the input (less col_begin) of the blocks' column j, where order
+   is not NULL; returns the blocks' width (0: out of memory). */
+#define PF__NO_INPUT UINT32_MAX
+PF_PRIVATE size_t pf__input_order(const pf__packed *p, size_t col_begin, size_t cols, uint32_t *order);
+/* count blocks of row `row` of a reordered matrix in that order (a pad's weight 0) as Q4_G or Q8_G blocks. */
+PF_PRIVATE void pf__packed_row_blocks_ordered(const pf__packed *p, size_t row, const uint32_t *order, size_t col_begin,
+                                              size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
    that we do not implement are refused by name. No quantization_config: nothing to do. */
@@ -1742,6 +1755,11 @@ typedef struct pf__weight {
        Q6_K): the stack's weight has no dtype of its own (PF__DTYPE_OTHER) and `parts` is its first
        member's weight, each member's `next` the following one; products run member by member. */
     const struct pf__weight *parts, *next;
+    /* A reordered matrix's blocks (pf__packed.reordered; CPU ranks): input_order [cols] in rank
+       memory, the blocks' column j multiplying x[input_order[j]] (PF__NO_INPUT: a pad, zero), x
+       being [inputs] wide. NULL: x is [cols], as the blocks hold it. */
+    const uint32_t *input_order;
+    size_t inputs;
 } pf__weight;
 
 /* The rows of LayoutLM's 2-D position tables a token reads, in transformers' order of summation:
@@ -2270,6 +2288,8 @@ typedef struct pf__cpu_rank {
     size_t matmul_scratch_bytes;
     float *parts_out;         /* a stack's part's products (pf__weight.parts), grown on demand */
     size_t parts_out_bytes;
+    float *ordered_x;         /* a reordered matrix's product: x's inputs in its blocks' order (pf__weight.input_order) */
+    size_t ordered_x_bytes;
 } pf__cpu_rank;
 
 /* ---- jobs, groups and the model: the types of every layer above the backends ---- */
@@ -6321,7 +6341,10 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
    scales fp16 holds, is kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16
    scale, zero and nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x
    zero, whose m fp16 would round (a bias of up to 0.7 % of a step over the block, in half of
-   llama-awq's groups). An 8-bit one (GPTQ's; compressed-tensors' pack- and naive-quantized int8)
+   llama-awq's groups). Act order's permuted groups (GPTQ's g_idx, desc_act) are kept in these
+   blocks too: each rank orders its inputs group by group, each group's run padded with zero
+   weights to whole blocks of 32 (pf__input_order: a row-parallel layer's rank holds a share of
+   every group), and its products gather the activations in that order. An 8-bit one (GPTQ's; compressed-tensors' pack- and naive-quantized int8)
    whose every 32 inputs lie in one group becomes Q8_G blocks: the group's scale in fp32, its zero
    and the 32 values, a byte each (37 bytes: 1.16 bytes a weight for the file's 1 and its scales).
    An FP8 matrix whose scale grid falls on 32 inputs (one scale, or blocks a multiple of 32 wide;
@@ -6425,22 +6448,58 @@ static float pf__int_block(const pf__packed *p, size_t row, size_t col, int *zer
     return pf__packed_scale(p, g * p->rows + row);
 }
 
-/* An integer matrix's blocks of 32 inputs as Q4_G blocks (4 bits: the scale in fp16, which holds
-   it exactly: checked) or Q8_G blocks (8 bits: the scale in fp32). */
+/* A Q4_G block (4 bits: the scale in fp16, which holds it exactly: checked) or Q8_G block (8 bits:
+   the scale in fp32) of 32 values q under one scale and zero. */
+static void pf__int_block_write(int bits, float scale, int zero, const int *q, uint8_t *out) {
+    if (bits == 4) { /* the scale, the zero, then input i in the low nibble, i + 16 in the high one */
+        uint16_t half = pf__f32_to_f16(scale);
+        out[0] = (uint8_t)(half & 255), out[1] = (uint8_t)(half >> 8), out[2] = (uint8_t)zero;
+        for (int i = 0; i < 16; i++) out[3 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+    } else { /* the scale, the zero, then the 32 values */
+        memcpy(out, &scale, sizeof scale);
+        out[4] = (uint8_t)zero;
+        for (int i = 0; i < 32; i++) out[5 + i] = (uint8_t)q[i];
+    }
+}
+
+/* An integer matrix's blocks of 32 inputs as Q4_G or Q8_G blocks. */
 static void pf__int_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
     size_t bytes = pf__block_bytes(p->bits == 4 ? PF__DTYPE_Q4_G : PF__DTYPE_Q8_G);
     for (size_t b = first; b < first + count; b++, out += bytes) {
         int zero, q[32];
         float scale = pf__int_block(p, row, b * 32, &zero, q);
-        if (p->bits == 4) { /* the scale, the zero, then input i in the low nibble, i + 16 in the high one */
-            uint16_t half = pf__f32_to_f16(scale);
-            out[0] = (uint8_t)(half & 255), out[1] = (uint8_t)(half >> 8), out[2] = (uint8_t)zero;
-            for (int i = 0; i < 16; i++) out[3 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
-        } else { /* the scale, the zero, then the 32 values */
-            memcpy(out, &scale, sizeof scale);
-            out[4] = (uint8_t)zero;
-            for (int i = 0; i < 32; i++) out[5 + i] = (uint8_t)q[i];
-        }
+        pf__int_block_write(p->bits, scale, zero, q, out);
+    }
+}
+
+PF_PRIVATE size_t pf__input_order(const pf__packed *p, size_t col_begin, size_t cols, uint32_t *order) {
+    size_t groups = (p->cols + p->group_size - 1) / p->group_size, width = 0;
+    size_t *at = (size_t *)calloc(groups + 1, sizeof *at); /* each group's count, then where its run starts */
+    if (!at) return 0;
+    for (size_t c = col_begin; c < col_begin + cols; c++) at[pf__int_group(p, c)]++;
+    for (size_t g = 0; g < groups; g++) {
+        size_t count = at[g];
+        at[g] = width;
+        width += (count + 31) / 32 * 32;
+    }
+    if (order) {
+        for (size_t j = 0; j < width; j++) order[j] = PF__NO_INPUT;
+        for (size_t c = col_begin; c < col_begin + cols; c++) order[at[pf__int_group(p, c)]++] = (uint32_t)(c - col_begin);
+    }
+    free(at);
+    return width;
+}
+
+PF_PRIVATE void pf__packed_row_blocks_ordered(const pf__packed *p, size_t row, const uint32_t *order, size_t col_begin,
+                                              size_t count, uint8_t *out) {
+    size_t bytes = pf__block_bytes(p->bits == 4 ? PF__DTYPE_Q4_G : PF__DTYPE_Q8_G);
+    for (size_t b = 0; b < count; b++, out += bytes) {
+        const uint32_t *inputs = order + 32 * b; /* one group's inputs, then pads: a block's first is an input */
+        size_t g = pf__int_group(p, col_begin + inputs[0]);
+        int zero = pf__int_zero(p, row, g), q[32];
+        for (int i = 0; i < 32; i++) /* a pad's q is the zero: its weight is 0 */
+            q[i] = inputs[i] == PF__NO_INPUT ? zero : pf__int_value(p, row, col_begin + inputs[i]);
+        pf__int_block_write(p->bits, pf__packed_scale(p, g * p->rows + row), zero, q, out);
     }
 }
 
@@ -6881,7 +6940,7 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                           "modules_to_not_convert lists its module", w->file->path, w->name);
     size_t rows = w->shape[0], cols = w->shape[1];
     pf__packed p = {PF__PACKED_FP8, rows, cols, w->data, scale->data, NULL, NULL, 0, 0, 0, 0, 0, 0, PF__DTYPE_F32, q->scale_e8m0,
-                    0, 0, PF__CT_ZERO_NONE};
+                    0, 0, PF__CT_ZERO_NONE, 0};
     int bytes_ok = q->scale_e8m0 ? pf__file_dtype_is(scale, "F8_E8M0") || pf__file_dtype_is(scale, "U8")
                                  : scale->dtype == PF__DTYPE_F32 || scale->dtype == PF__DTYPE_BF16 || scale->dtype == PF__DTYPE_F16;
     if (!bytes_ok)
@@ -6942,15 +7001,16 @@ static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, cons
    32, or a row's or the tensor's; with g_idx, constant over each 32: desc_act with static groups)
    and, for Q4_G, fp16 holds every scale (F16 scales always do; BF16 and F32 ones are checked value
    by value: a BF16 scale below fp16's normal range may not be, an F32 one rarely is; Q8_G's fp32
-   holds any). Else PF__DTYPE_PACKED: decoded into the ranks' dtype (fp32 by default), as are act
-   order's permuted groups, since keeping them in blocks would need the activations permuted into
-   the groups' order before each product. */
-static pf__dtype pf__int_blocks_dtype(const pf__packed *p) {
-    if (p->cols % 32) return PF__DTYPE_PACKED;
+   holds any). Act order's permuted groups (a g_idx not constant over each 32 inputs) are kept so
+   too, their inputs reordered on each rank (*reordered set: pf__input_order). Else
+   PF__DTYPE_PACKED: decoded into the ranks' dtype (fp32 by default). */
+static pf__dtype pf__int_blocks_dtype(const pf__packed *p, int *reordered) {
+    *reordered = 0;
     if (p->group_of) {
-        for (size_t c = 0; c < p->cols; c++)
-            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return PF__DTYPE_PACKED;
-    } else if (p->group_size % 32 && p->group_size < p->cols) {
+        for (size_t c = 0; c < p->cols && !*reordered; c++)
+            *reordered = c % 32 == 0 && p->cols - c < 32 ? 1 /* a last block cut short */
+                         : pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32));
+    } else if (p->cols % 32 || (p->group_size % 32 && p->group_size < p->cols)) {
         return PF__DTYPE_PACKED;
     }
     if (p->bits == 8) return PF__DTYPE_Q8_G;
@@ -6958,7 +7018,7 @@ static pf__dtype pf__int_blocks_dtype(const pf__packed *p) {
                                                    : (p->cols + p->group_size - 1) / p->group_size * p->rows;
     for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < scales; i++) {
         float scale = pf__packed_scale(p, i);
-        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return PF__DTYPE_PACKED;
+        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return *reordered = 0, PF__DTYPE_PACKED;
     }
     return PF__DTYPE_Q4_G;
 }
@@ -7016,14 +7076,14 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     pf__packed *p = pf__packed_new(index);
     if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
-                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
+                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE, 0};
     for (size_t i = 0; i < groups * rows; i++)
         if (!isfinite(pf__packed_scale(p, i)))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
                               "(%g, group %zu of output %zu)", path, scales->name, pf__packed_scale(p, i), i / rows,
                               i % rows);
     pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
-    if (!r) out->dtype = pf__int_blocks_dtype(p);
+    if (!r) out->dtype = pf__int_blocks_dtype(p, &p->reordered);
     if (!r) qweight->used = zeros->used = scales->used = 1;
     return r;
 }
@@ -7151,7 +7211,8 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
     scale->used = 1;
     pf_result r = pf__scales_finite(p, scale, message, size);
     if (r) return r;
-    pf__dtype kept = !q->ct_float ? pf__int_blocks_dtype(p) : pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
+    int reordered = 0; /* (compressed-tensors' group act order, a weight_g_idx, is refused) */
+    pf__dtype kept = !q->ct_float ? pf__int_blocks_dtype(p, &reordered) : pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
     if (!q->ct_packed) {
         weight->dtype = kept;
         weight->packed = p;
@@ -21212,7 +21273,7 @@ static int pf__cpu_rank_begin(pf__rank *r) {
     return r->backend_state ? 0 : -1;
 }
 static void pf__cpu_rank_end(pf__rank *r) {
-    if (r->backend_state) free(pf__cpu(r)->matmul_scratch), free(pf__cpu(r)->parts_out);
+    if (r->backend_state) free(pf__cpu(r)->matmul_scratch), free(pf__cpu(r)->parts_out), free(pf__cpu(r)->ordered_x);
     free(r->backend_state);
     r->backend_state = NULL;
 }
@@ -24602,7 +24663,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
-    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin, NULL, NULL};
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin, NULL, NULL, NULL, 0};
     if (PF__BLOCKED(weight.dtype)) {
         void *scratch = malloc(pf__quantized_x_bytes(rows, k));
         if (scratch && PF__QUANTIZED(weight.dtype)) pf__cpu_matmul_quantized(out, x, &weight, bias, rows, scratch);
@@ -24620,7 +24681,7 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
 /* Test hook: the product of blocks the ranks keep (against fp32 x), on plain arrays. */
 void pf_testing_cpu_matmul_kept(float *out, const float *x, const void *w, int dtype, size_t rows, size_t n_out,
                                 size_t k) {
-    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, 0, NULL, NULL};
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, 0, NULL, NULL, NULL, 0};
     void *scratch = malloc(rows * (k / 32) * sizeof(float) + 1);
     if (scratch) pf__cpu_matmul_blocks_f32(out, x, &weight, NULL, rows, scratch);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
@@ -24637,7 +24698,7 @@ void pf_testing_block_dequantize(int dtype, const void *blocks, size_t count, fl
 /* Test hook: the product pf_parallel_options.bf16_products runs, on plain arrays (w bf16 [n_out][k]). */
 void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
                                          size_t n_out, size_t k) {
-    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0, NULL, NULL};
+    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0, NULL, NULL, NULL, 0};
     void *scratch = malloc(pf__bf16_products_bytes(&weight, rows));
     if (scratch) pf__cpu_matmul_bf16_products(out, x, &weight, bias, rows, scratch);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
@@ -24702,6 +24763,7 @@ static void pf__cpu_matmul_parts(pf__rank *r, float *out, const float *x, const 
     pf__cpu_rank *cpu = pf__cpu(r);
     size_t column = 0;
     for (const pf__weight *part = w->parts; part && !r->error; part = part->next) {
+        if (!part->rows) continue; /* a rank without its heads (more ranks than heads) */
         size_t need = rows * part->rows * sizeof(float);
         if (need > cpu->parts_out_bytes) {
             float *grown = (float *)realloc(cpu->parts_out, need);
@@ -24733,6 +24795,24 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
     if (w->parts) {
         pf__cpu_matmul_parts(r, out, x, w, bias, rows);
         return;
+    }
+    if (w->input_order) { /* a reordered matrix's blocks: x's inputs gathered in their order, a pad's 0 */
+        size_t bytes = rows * w->cols * sizeof(float);
+        if (bytes > cpu->ordered_x_bytes) {
+            float *grown = (float *)realloc(cpu->ordered_x, bytes);
+            if (!grown) {
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a product's inputs (%zu bytes)", bytes);
+                return;
+            }
+            cpu->ordered_x = grown;
+            cpu->ordered_x_bytes = bytes;
+        }
+        for (size_t i = 0; i < rows; i++) {
+            const float *in = x + i * w->inputs;
+            float *ordered = cpu->ordered_x + i * w->cols;
+            for (size_t j = 0; j < w->cols; j++) ordered[j] = w->input_order[j] == PF__NO_INPUT ? 0.0f : in[w->input_order[j]];
+        }
+        x = cpu->ordered_x;
     }
     const float *b = bias ? (const float *)bias->data : NULL;
     /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's and Q8_G's values
@@ -26702,6 +26782,7 @@ static int pf__keeps_blocks(const pf__group *g) {
    matrices split by rows always do), or columns starting and ending on the blocks' boundaries. */
 static int pf__blocks_fit(const pf__source *src, const pf__plan *p) {
     size_t values = pf__block_values(src->dtype);
+    if (src->packed && src->packed->reordered) return src->layout == PF__LAYOUT_OUT_IN; /* any columns: reordered */
     return src->layout == PF__LAYOUT_OUT_IN && p->cols % values == 0 && p->col_begin % values == 0;
 }
 
@@ -26749,8 +26830,31 @@ static void pf__progress_add(pf__group *g, uint64_t bytes) {
 }
 
 
+/* Whether a rank keeps a reordered matrix (pf__packed.reordered) in its blocks, stored in dtype:
+   the file's format, in host memory (the products gather x in the blocks' order there). */
+static int pf__reorders(const pf__rank *r, const pf__source *src, pf__dtype dtype) {
+    return src->packed && src->packed->reordered && dtype == src->dtype && r->backend->host_memory;
+}
+
+/* A reordered matrix's weight w on the rank: its blocks' order of the plan's inputs (w->input_order,
+   in rank memory: host memory, written here) and width (w->cols; w->inputs the plan's). 0: failed. */
+static int pf__rank_order_inputs(pf__rank *r, pf__weight *w, const pf__source *src, const pf__plan *p) {
+    size_t width = p->cols ? pf__input_order(src->packed, p->col_begin, p->cols, NULL) : 0;
+    if (p->cols && !width) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return 0;
+    }
+    uint32_t *order = (uint32_t *)pf__rank_alloc(r, width * sizeof *order); /* NULL while counting */
+    if (order) pf__input_order(src->packed, p->col_begin, p->cols, order);
+    w->input_order = order;
+    w->inputs = p->cols;
+    w->cols = width;
+    return !r->error;
+}
+
+/* order: a reordered matrix's w->input_order (its blocks [plan rows][width] are written in it), else NULL. */
 static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__source *src, const pf__plan *p,
-                          float **staging, size_t *staging_size) {
+                          const uint32_t *order, size_t width, float **staging, size_t *staging_size) {
     /* vectors kept in fp32 hold what the group's dtype would (Q8 groups keep them as they are) */
     pf__dtype rounding = PF__QUANTIZED(r->group->dtype) ? PF__DTYPE_F32 : r->group->dtype;
     size_t numel = p->rows * p->cols;
@@ -26763,17 +26867,28 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         pf__progress_add(r->group, pf__source_bytes(src, numel));
         return;
     }
-    if (numel * sizeof(float) > *staging_size) { /* one slice at a time: never a second full copy */
+    size_t need = numel * sizeof(float), ordered_bytes = order ? pf__weight_bytes(dtype, p->rows, width) : 0;
+    if (ordered_bytes > need) need = ordered_bytes; /* a slice of few inputs in many groups: mostly pads */
+    if (need > *staging_size) { /* one slice at a time: never a second full copy */
         free(*staging);
-        *staging_size = numel * sizeof(float);
+        *staging_size = need;
         *staging = (float *)malloc(*staging_size);
         if (!*staging) {
             *staging_size = 0;
-            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging slice", numel * sizeof(float));
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging slice", need);
             return;
         }
     }
     float *f = *staging;
+    if (order) { /* a reordered matrix's blocks, row by row, in its inputs' order */
+        size_t slice_bytes = pf__weight_bytes(dtype, 1, width);
+        for (size_t i = 0; i < p->rows; i++)
+            pf__packed_row_blocks_ordered(src->packed, pf__plan_row(p, i), order, p->col_begin, width / 32,
+                                          (uint8_t *)f + i * slice_bytes);
+        r->backend->upload(r, dst, f, ordered_bytes);
+        pf__progress_add(r->group, pf__source_bytes(src, numel));
+        return;
+    }
     if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
         size_t values = pf__block_values(dtype), slice_bytes = pf__weight_bytes(dtype, 1, p->cols);
         for (size_t i = 0; i < p->rows; i++)
@@ -26938,10 +27053,12 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
     const pf_model *m = g->model;
     const pf__config *c = &m->config;
     pf__plan plans[4];
-    size_t rows = 0, cols = 0;
+    size_t rows = 0, cols = 0, widths[4];
     int n = 0;
     pf__dtype dtype = g->dtype, own[4]; /* the members' (all matrices, or all vectors) */
-    int mixed = 0; /* members kept in different block formats: the stack's weight is its parts */
+    /* members kept in different block formats, or reordered (each its own order of the inputs): the
+       stack's weight is its parts */
+    int mixed = 0;
     for (int k = 0; k < stack->num_members; k++) {
         const pf__source *src = &m->sources[layer_base + stack->members[k]];
         if (!src->data) continue;
@@ -26961,11 +27078,19 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
         } else if (own[n] != dtype) {
             mixed = 1;
         }
+        widths[n] = pf__reorders(r, src, own[n]) && plans[n].cols ? pf__input_order(src->packed, plans[n].col_begin,
+                                                                                    plans[n].cols, NULL) : plans[n].cols;
+        if (!widths[n]) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            free(plans[n].row_map);
+            break;
+        }
+        if (widths[n] != plans[n].cols || pf__reorders(r, src, own[n])) mixed = 1;
         rows += plans[n].rows;
         cols = plans[n++].cols;
     }
     size_t bytes = 0;
-    for (int k = 0; k < n; k++) bytes += pf__weight_bytes(mixed ? own[k] : dtype, plans[k].rows, cols);
+    for (int k = 0; k < n; k++) bytes += pf__weight_bytes(mixed ? own[k] : dtype, plans[k].rows, mixed ? widths[k] : cols);
     pf__weight *w = &r->weights[i];
     w->dtype = mixed ? PF__DTYPE_OTHER : dtype;
     w->rows = rows;
@@ -26983,8 +27108,10 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
         member->cols = p->cols;
         member->col_begin = p->col_begin;
         member->data = w->data ? (char *)w->data + offset : NULL;
-        if (member->data) pf__rank_fill(r, member->data, member->dtype, src, p, staging, staging_size);
-        offset += pf__weight_bytes(member->dtype, p->rows, cols);
+        if (pf__reorders(r, src, member->dtype) && !pf__rank_order_inputs(r, member, src, p)) member->data = NULL;
+        if (member->data)
+            pf__rank_fill(r, member->data, member->dtype, src, p, member->input_order, member->cols, staging, staging_size);
+        offset += pf__weight_bytes(member->dtype, p->rows, member->cols);
         if (mixed) *(previous ? &previous->next : &w->parts) = member;
         previous = member;
         free(p->row_map);
@@ -27038,8 +27165,14 @@ static void pf__rank_slice_weights(pf__rank *r) {
         if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED || slot == PF__SLOT_NGRAM_EMBED) &&
             PF__QUANTIZED(w->dtype))
             w->dtype = PF__DTYPE_F32;
-        w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
-        if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
+        /* an embedding is read row by row, not through a product: a reordered one is decoded */
+        if (slot == PF__SLOT_TOKEN_EMBED && pf__reorders(r, src, w->dtype)) w->dtype = PF__DTYPE_F32;
+        if (pf__reorders(r, src, w->dtype) && !pf__rank_order_inputs(r, w, src, &p)) {
+            free(p.row_map);
+            break;
+        }
+        w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, w->cols));
+        if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, w->input_order, w->cols, &staging, &staging_size);
         free(p.row_map);
     }
     free(staging);
@@ -27361,8 +27494,13 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r) {
         }
         if (numel) {
             r->backend->download(r, raw ? raw : slice, w.data, bytes);
-            if (w.dtype != PF__DTYPE_F32)
+            if (w.dtype != PF__DTYPE_F32 && !w.input_order)
                 for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(raw ? raw : slice, k, w.dtype);
+            if (w.input_order) /* a reordered matrix's blocks: each value back at its input, in place (raw holds the blocks) */
+                for (size_t row = 0; row < w.rows; row++)
+                    for (size_t j = 0; j < w.cols; j++)
+                        if (w.input_order[j] != PF__NO_INPUT)
+                            slice[row * w.inputs + w.input_order[j]] = pf__weight_value(raw, row * w.cols + j, w.dtype);
             pf__slice_scatter(g->gather[i], src->cols, slice, &p);
         }
         free(raw);
@@ -31877,40 +32015,75 @@ static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, dou
     return pf__gguf_rope_freqs(g, head_dim, linear || yarn, b, bad, message, size);
 }
 
-/* The special ids, as config.json and generation_config.json give them. */
+/* The ids that end a generation (llama.cpp's end-of-generation tokens): eos, then these, read into
+   the config's eos list in this order, and written from it so. */
+static const char *const pf__gguf_eos_keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                                "tokenizer.ggml.eom_token_id"};
+
+/* A token id key's value in *id (1), absent (0), or an error (a message) for a bad one. */
+static pf_result pf__gguf_token_id(const pf__gguf *g, const char *key, int64_t vocab, uint64_t *id, int *found,
+                                   char *message, size_t size) {
+    *found = pf__gguf_get_uint(g, key, id);
+    if (*found < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a token id", g->path, key);
+    if (*found && *id >= (uint64_t)vocab)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' %llu is outside the vocabulary (%lld)",
+                          g->path, key, (unsigned long long)*id, (long long)vocab);
+    return PF_OK;
+}
+
+/* The special ids, as config.json and generation_config.json give them: eos_token_id a list where
+   the file has an eot or eom id besides its eos (each id once). */
 static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_buf *b, int *bad, char *message,
                                       size_t size) {
     static const char *const ids[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token_id"},
-                                         {"tokenizer.ggml.eos_token_id", "eos_token_id"},
                                          {"tokenizer.ggml.padding_token_id", "pad_token_id"}};
+    uint64_t id, eos[PF__COUNT(pf__gguf_eos_keys)];
+    int found, num_eos = 0;
+    pf_result r;
     for (size_t i = 0; i < PF__COUNT(ids); i++) {
-        uint64_t id;
-        int found = pf__gguf_get_uint(g, ids[i][0], &id);
-        if (found < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a token id", g->path, ids[i][0]);
-        if (found && id >= (uint64_t)vocab)
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' %llu is outside the vocabulary (%lld)",
-                              g->path, ids[i][0], (unsigned long long)id, (long long)vocab);
+        if ((r = pf__gguf_token_id(g, ids[i][0], vocab, &id, &found, message, size))) return r;
         if (found) *bad |= pf__gguf_put_number(b, ids[i][1], (double)id);
+    }
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_eos_keys); i++) {
+        if ((r = pf__gguf_token_id(g, pf__gguf_eos_keys[i], vocab, &id, &found, message, size))) return r;
+        int seen = 0;
+        for (int k = 0; k < num_eos; k++) seen |= eos[k] == id;
+        if (found && !seen) eos[num_eos++] = id;
+    }
+    if (num_eos == 1) *bad |= pf__gguf_put_number(b, "eos_token_id", (double)eos[0]);
+    for (int k = 0; num_eos > 1 && k < num_eos; k++) {
+        char text[48];
+        snprintf(text, sizeof text, "%s%llu%s", k ? ", " : ", \"eos_token_id\": [", (unsigned long long)eos[k],
+                 k + 1 == num_eos ? "]" : "");
+        *bad |= pf__gguf_put(b, text);
     }
     return PF_OK;
 }
 
-/* The PF_GGUF_CLASS_UNLESS rows: another family under one general.architecture. */
-static const struct { const char *arch, *suffix; double value; const char *model_type, *hf_class; } pf__gguf_classes[] = {
-#define PF_GGUF_CLASS_UNLESS(arch, suffix, value, model_type, hf_class) {arch, suffix, value, model_type, hf_class},
+/* The PF_GGUF_CLASS_UNLESS and PF_GGUF_CLASS_WITH rows: another family under one
+   general.architecture. */
+static const struct {
+    const char *arch, *suffix;
+    double value;
+    int with; /* a CLASS_WITH row: the key's presence (not 0) decides */
+    const char *model_type, *hf_class;
+} pf__gguf_classes[] = {
+#define PF_GGUF_CLASS_UNLESS(arch, suffix, value, model_type, hf_class) {arch, suffix, value, 0, model_type, hf_class},
+#define PF_GGUF_CLASS_WITH(arch, suffix, model_type, hf_class) {arch, suffix, 0, 1, model_type, hf_class},
 #include "policies.inc"
-    {"", "", 0, NULL, NULL} /* none may be listed */
+    {"", "", 0, 0, NULL, NULL} /* none may be listed */
 };
 
-/* The PF_GGUF_CLASS_UNLESS row that takes a file of arch (its key not the row's value, or absent),
-   or -1: the PF_GGUF_ARCH row's family. */
+/* The class row that takes a file of arch (an UNLESS row: its key not the row's value, or absent;
+   a WITH row: its key there, not 0), or -1: the PF_GGUF_ARCH row's family. */
 static int pf__gguf_class_row(const pf__gguf *g, const char *arch) {
     char key[96];
-    double v = 0;
     for (size_t i = 0; i + 1 < PF__COUNT(pf__gguf_classes); i++) {
+        double v = 0;
         if (!pf__gguf_row_of(pf__gguf_classes[i].arch, arch)) continue;
         snprintf(key, sizeof key, "%s.%s", arch, pf__gguf_classes[i].suffix);
-        if (pf__gguf_get_number(g, key, &v) != 1 || v != pf__gguf_classes[i].value) return (int)i;
+        int has = pf__gguf_get_number(g, key, &v) == 1;
+        if (pf__gguf_classes[i].with ? has && v != 0 : !has || v != pf__gguf_classes[i].value) return (int)i;
     }
     return -1;
 }
@@ -32424,6 +32597,8 @@ static const struct { const char *pre, *json; int ignore_merges; const char *nor
                    "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
                    "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
                    "\"trim_offsets\": true, \"use_regex\": false}]}", 0, "{\"type\": \"NFC\"}"},
+    /* OLMo's and OLMoE's (GPT-NeoX's tokenizer): GPT-2's split after NFC */
+    {"olmo", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}", 0, "{\"type\": \"NFC\"}"},
 };
 
 /* SentencePiece's BPE (tokenizer.ggml.model "llama") as tokenizer.json writes its pre-tokenizer and
@@ -32432,6 +32607,11 @@ static const struct { const char *pre, *json; int ignore_merges; const char *nor
 static const char *const pf__gguf_spm_pre[2] = {
     "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": \"never\"}",
     "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": \"first\"}"};
+/* Gemma's tokenizer.json writes the form without the prefix so: the spaces replaced by its normalizer. */
+static const char pf__gguf_gemma_normalizer[] =
+    "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\xe2\x96\x81\"}";
+static const char pf__gguf_gemma_pre[] =
+    "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", \"invert\": false}";
 static const char *const pf__gguf_spm_decoder[2] = {
     "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\xe2\x96\x81\"}, "
     "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]}",
@@ -32776,7 +32956,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
             if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
         if (p == PF__COUNT(pf__gguf_pretokenizers))
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported "
-                              "(default, gpt-2, smollm, llama-bpe and qwen2 are)", g->path, pf__gguf_shown(pre_len), pre);
+                              "(default, gpt-2, smollm, llama-bpe, qwen2 and olmo are)", g->path, pf__gguf_shown(pre_len), pre);
     }
     int space_prefix = 1;
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
@@ -33335,8 +33515,13 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
         double v = pf__gguf_field(c, field);
         if (v == 0 && field->fallback == 0) continue; /* none (no clamp, no window): what an absent key reads as */
         snprintf(key, sizeof key, "%s.%s", a->name, row->suffix);
+        static const char *const bools[] = {"use_parallel_residual"}; /* what llama.cpp reads as a bool */
+        int is_bool = 0;
+        for (size_t i = 0; i < PF__COUNT(bools); i++) is_bool |= !strcmp(row->suffix, bools[i]);
         if (field->is_double) {
             pf__gguf_meta_f32(meta, key, (float)v);
+        } else if (is_bool) {
+            pf__gguf_meta_bool(meta, key, v != 0);
         } else {
             if (v < 0 || v > 4294967295.0)
                 return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: config.json's %s %g has no GGUF form (%s is a "
@@ -33348,6 +33533,8 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
        config's field, where no row with a config key wrote them */
     const struct { const char *suffix; double value; int is_double; } by_hand[] = {
         {"attention.head_count_kv", c->num_kv_heads, 0},   /* StarCoder's 1, checked by the reader */
+        {"attention.value_length", c->head_dim, 0},        /* the key length's (checked by the reader): llama.cpp
+                                                              takes hidden / heads without it */
         {"attention.layer_norm_epsilon", c->norm_eps, 1}, /* OLMo's fixed 1e-5 */
     };
     for (size_t i = 0; i < PF__COUNT(by_hand); i++) {
@@ -33366,6 +33553,17 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
     if (rotary_dims > 0 && pf__gguf_reads_key(a->name, "rope.dimension_count")) pf__gguf_meta_u32(meta, key, (uint32_t)rotary_dims);
     snprintf(key, sizeof key, "%s.vocab_size", a->name);
     if (pf__gguf_reads_key(a->name, "vocab_size")) pf__gguf_meta_u32(meta, key, (uint32_t)c->vocab_size);
+    /* linear and YaRN rope scaling as llama.cpp's converter writes them (YaRN's other parameters,
+       which GGUF's reader takes at their defaults, are compared after the file is read back) */
+    int linear = c->rope_type == PF__ROPE_LINEAR, yarn = c->rope_type == PF__ROPE_YARN;
+    if ((linear || yarn) && pf__gguf_reads_key(a->name, "rope.scaling.type")) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a->name);
+        pf__gguf_meta_string(meta, key, linear ? "linear" : "yarn");
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", a->name);
+        pf__gguf_meta_f32(meta, key, (float)c->rope_factor);
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", a->name);
+        if (yarn) pf__gguf_meta_u32(meta, key, (uint32_t)c->rope_original_max_positions);
+    }
     return PF_OK;
 }
 
@@ -33458,7 +33656,7 @@ static pf_result pf__gguf_post_processor(const pf__json *post, const pf__json *v
             if (text && text->type == PF__JSON_STRING && content->type == PF__JSON_STRING && !strcmp(text->string, content->string))
                 pf__json_number(pf__json_get(t, "id"), &id);
         }
-        int eos = c->num_eos_ids == 1 && id == c->eos_ids[0];
+        int eos = c->num_eos_ids >= 1 && id == c->eos_ids[0]; /* the first: GGUF's eos_token_id */
         if (!seen_text && id == c->bos_token_id && !*add_bos) *add_bos = 1;
         else if (seen_text && eos && !*add_eos) *add_eos = 1;
         else bad = 1;
@@ -33615,6 +33813,20 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
                    type && type->type == PF__JSON_STRING ? type->string : "?");
     int spm = pf__tok_json_bool(model, "byte_fallback", 0);
     if (spm) {
+        /* Gemma's form of the spaces (no prefix): replaced by the normalizer, then a split on the
+           spaces it left (none), as Metaspace "never" replaces them */
+        char gemma_err[64];
+        pf__json *gemma_norm = pf__json_parse(pf__gguf_gemma_normalizer, strlen(pf__gguf_gemma_normalizer), gemma_err,
+                                              sizeof gemma_err);
+        pf__json *gemma_pre = pf__json_parse(pf__gguf_gemma_pre, strlen(pf__gguf_gemma_pre), gemma_err, sizeof gemma_err);
+        pf__json *gemma_dec = pf__json_parse(pf__gguf_spm_decoder[0], strlen(pf__gguf_spm_decoder[0]), gemma_err,
+                                             sizeof gemma_err);
+        if (gemma_norm && gemma_pre && gemma_dec && pf__gguf_json_same(normalizer, gemma_norm, NULL) &&
+            pf__gguf_json_same(pre, gemma_pre, NULL) && pf__gguf_json_same(decoder, gemma_dec, NULL))
+            space_prefix = 0, normalizer = NULL;
+        pf__json_free(gemma_norm);
+        pf__json_free(gemma_pre);
+        pf__json_free(gemma_dec);
         for (int s = 0; s < 2 && space_prefix < 0; s++) {
             char err[64];
             pf__json *want_pre = pf__json_parse(pf__gguf_spm_pre[s], strlen(pf__gguf_spm_pre[s]), err, sizeof err);
@@ -33627,7 +33839,7 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         if (space_prefix < 0 || (normalizer && normalizer->type != PF__JSON_NULL) || !pf__tok_json_bool(model, "fuse_unk", 0))
             PF__REFUSE("%s: a BPE with byte_fallback whose normalizer, pre-tokenizer, decoder or fuse_unk are not "
                        "SentencePiece's as GGUF's tokenizer.ggml.model \"llama\" means them (no normalizer, Metaspace \"\xe2\x96\x81\" "
-                       "with prepend_scheme first or never, fuse_unk)", path);
+                       "with prepend_scheme first or never, or Gemma's spaces replaced by its normalizer; fuse_unk)", path);
         const pf__json *unk = pf__json_get(model, "unk_token");
         double id = -1;
         if (unk && unk->type == PF__JSON_STRING && pf__json_number(pf__json_get(vocab, unk->string), &id) == 1) unk_id = (int)id;
@@ -33635,7 +33847,7 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         p = pf__gguf_pretokenizer_row(pre, normalizer);
         if (p < 0)
             PF__REFUSE("%s: its pre_tokenizer and normalizer are none of those GGUF names in tokenizer.ggml.pre (gpt-2, smollm, "
-                       "llama-bpe, qwen2)", path);
+                       "llama-bpe, qwen2, olmo)", path);
         const pf__json *decoder_type = decoder ? pf__json_get(decoder, "type") : NULL;
         if (!decoder_type || decoder_type->type != PF__JSON_STRING || strcmp(decoder_type->string, "ByteLevel"))
             PF__REFUSE("%s: a byte-level BPE's decoder is ByteLevel in GGUF; this one's is not", path);
@@ -33649,8 +33861,6 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         if (v && v->type != PF__JSON_NULL && !(v->type == PF__JSON_STRING && !v->string_len))
             PF__REFUSE("%s: model.%s has no GGUF form", path, empty_keys[k]);
     }
-    if (c->num_eos_ids > 1)
-        PF__REFUSE("%s: the config names %d eos ids; GGUF's tokenizer.ggml.eos_token_id holds one", dir, c->num_eos_ids);
     if ((r = pf__gguf_post_processor(pf__json_get(root, "post_processor"), vocab, added, c, &add_bos, &add_eos, path, message,
                                      size)))
         goto done;
@@ -33745,9 +33955,6 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
     }
     free(pads);
     if (r) goto done;
-    if (c->bos_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_token_id);
-    if (c->num_eos_ids == 1) pf__gguf_meta_u32(meta, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_ids[0]);
-    if (c->pad_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.padding_token_id", (uint32_t)c->pad_token_id);
     pf__gguf_meta_bool(meta, "tokenizer.ggml.add_bos_token", add_bos);
     pf__gguf_meta_bool(meta, "tokenizer.ggml.add_eos_token", add_eos);
     if (m->tokenizer && m->tokenizer->chat_template)
@@ -33761,6 +33968,20 @@ done:
     return r;
 }
 
+/* The config's bos, eos and pad ids (with a tokenizer or without): its eos ids as eos, eot and eom
+   (llama.cpp's end-of-generation ids; more are refused). */
+static pf_result pf__gguf_meta_special_ids(pf__gguf_meta *meta, const pf__config *c, const char *dir, char *message,
+                                           size_t size) {
+    if (c->num_eos_ids > (int)PF__COUNT(pf__gguf_eos_keys))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: the config names %d eos ids; GGUF holds 3 "
+                          "(tokenizer.ggml.eos_token_id, eot_token_id and eom_token_id)", dir, c->num_eos_ids);
+    if (c->bos_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_token_id);
+    for (int k = 0; k < c->num_eos_ids; k++) /* the first as eos, the others as eot, eom */
+        pf__gguf_meta_u32(meta, pf__gguf_eos_keys[k], (uint32_t)c->eos_ids[k]);
+    if (c->pad_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.padding_token_id", (uint32_t)c->pad_token_id);
+    return PF_OK;
+}
+
 /* A tensor being written: its GGUF name, dims (ggml's order), type and bytes (in the checkpoint's
    map, or `owned`). */
 typedef struct pf__gguf_new_tensor {
@@ -33770,7 +33991,7 @@ typedef struct pf__gguf_new_tensor {
     uint32_t type;
     const uint8_t *data;
     size_t bytes;
-    float *owned;
+    void *owned;
 } pf__gguf_new_tensor;
 
 /* Value i of checkpoint tensor st as fp32. */
@@ -33822,8 +34043,8 @@ static pf_result pf__gguf_new_tensor_of(const pf__st_tensor *st, pf__gguf_transf
     if (!fits)
         return pf__format(message, size, shuffled || transform == PF__GGUF_TRANSPOSE ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED,
                           shuffled || transform == PF__GGUF_TRANSPOSE ? "%s: tensor '%s' does not have the shape its GGUF "
-                          "form rearranges" : "%s: tensor '%s' is stored in GGUF in a form not written yet (experts, "
-                          "latent attention's halves)", dir, st->name);
+                          "form rearranges" : "%s: tensor '%s' is stored in GGUF in a form not written yet (latent "
+                          "attention's halves)", dir, st->name);
     float *values = (float *)malloc((st->numel ? st->numel : 1) * sizeof(float));
     if (!values) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t r = 0; r < rows; r++) {
@@ -33850,8 +34071,45 @@ static const char *pf__gguf_unprefixed(const pf__policy_rows *rows, pf__arch_id 
     return name;
 }
 
+/* A mixture's experts of one layer (st: expert 0's tensor, bare its name without the family's
+   prefix, pattern its row's transformers name, %d the layer then the expert) as llama.cpp stacks
+   them: one [experts][rows][cols] tensor (ggml's ne: cols, rows, experts) in their dtype, every
+   expert's tensor present with expert 0's dtype and shape. */
+static pf_result pf__gguf_stack_experts(const pf_model *m, const pf__st_tensor *st, const char *bare, const char *pattern,
+                                        int layer, pf__gguf_new_tensor *out, char *message, size_t size) {
+    const pf__config *c = &m->config;
+    size_t experts = (size_t)c->num_experts, prefix = strlen(st->name) - strlen(bare);
+    if (st->ndim != 2 || (st->dtype != PF__DTYPE_F32 && st->dtype != PF__DTYPE_F16 && st->dtype != PF__DTYPE_BF16))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is not an F32, F16 or BF16 matrix",
+                          m->dir, st->name);
+    uint8_t *stacked = (uint8_t *)malloc(experts * st->bytes);
+    if (!stacked) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t x = 0; x < experts; x++) {
+        char hf[160], name[320];
+        snprintf(hf, sizeof hf, pattern, layer, (int)x);
+        snprintf(name, sizeof name, "%.*s%s", (int)prefix, st->name, pf__gguf_unprefixed(pf__rows(c->arch), c->arch, hf));
+        const pf__st_tensor *e = pf__st_find(&m->st, name);
+        if (!e || e->dtype != st->dtype || e->ndim != 2 || e->shape[0] != st->shape[0] || e->shape[1] != st->shape[1]) {
+            free(stacked);
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: expert %zu's '%s' is %s (GGUF stacks the %zu experts "
+                              "of a layer: each [%zu, %zu] in %s, as '%s')", m->dir, x, name,
+                              e ? "of another dtype or shape" : "missing", experts, st->shape[0], st->shape[1],
+                              st->file_dtype, st->name);
+        }
+        memcpy(stacked + x * st->bytes, e->data, st->bytes);
+    }
+    out->ndim = 3;
+    out->ne[0] = st->shape[1], out->ne[1] = st->shape[0], out->ne[2] = experts;
+    out->type = st->dtype == PF__DTYPE_F32 ? PF__GGML_F32 : st->dtype == PF__DTYPE_F16 ? PF__GGML_F16 : PF__GGML_BF16;
+    out->owned = stacked;
+    out->data = stacked;
+    out->bytes = experts * st->bytes;
+    return PF_OK;
+}
+
 /* The GGUF tensors of the checkpoint's: each its PF_GGUF_TENSOR row of arch (transformers' names
-   compared without the family's prefixes), a known buffer skipped, any other tensor refused. */
+   compared without the family's prefixes; a mixture's experts stacked, pf__gguf_stack_experts), a
+   known buffer skipped, any other tensor refused. */
 static pf_result pf__gguf_new_tensors(const pf_model *m, const pf__gguf_arch *a, pf__gguf_new_tensor *out, size_t *count,
                                       char *message, size_t size) {
     const pf__config *c = &m->config;
@@ -33861,16 +34119,18 @@ static pf_result pf__gguf_new_tensors(const pf_model *m, const pf__gguf_arch *a,
         const pf__st_tensor *st = &m->st.tensors[i];
         const char *bare = pf__gguf_unprefixed(rows, c->arch, st->name);
         const pf__gguf_name *found = NULL;
-        int layer = -1;
+        int layer = -1, expert = -1;
         char hf[160];
         for (size_t k = 0; k < PF__COUNT(pf__gguf_names) && !found; k++) {
             const pf__gguf_name *e = &pf__gguf_names[k];
-            int per_layer = !strncmp(e->gguf, "blk.%d.", 7);
+            int per_layer = !strncmp(e->gguf, "blk.%d.", 7), experts = e->transform == PF__GGUF_SPLIT_EXPERTS;
             if (!pf__gguf_row_of(e->arch, a->name)) continue;
-            for (int l = 0; l < (per_layer ? c->num_layers : 1) && !found; l++) {
-                snprintf(hf, sizeof hf, e->hf, l);
-                if (!strcmp(pf__gguf_unprefixed(rows, c->arch, hf), bare)) found = e, layer = l;
-            }
+            for (int l = 0; l < (per_layer ? c->num_layers : 1) && !found; l++)
+                for (int x = 0; x < (experts ? c->num_experts : 1) && !found; x++) { /* an expert's name: layer, expert */
+                    if (experts) snprintf(hf, sizeof hf, e->hf, l, x);
+                    else snprintf(hf, sizeof hf, e->hf, l);
+                    if (!strcmp(pf__gguf_unprefixed(rows, c->arch, hf), bare)) found = e, layer = l, expert = experts ? x : -1;
+                }
         }
         int buffer = 0;
         for (size_t k = 0; k < rows->num_buffers && !found && !buffer; k++)
@@ -33882,10 +34142,12 @@ static pf_result pf__gguf_new_tensors(const pf_model *m, const pf__gguf_arch *a,
         if (!found)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has no GGUF name (no PF_GGUF_TENSOR row "
                               "of %s)", m->dir, st->name, a->name);
+        if (expert > 0) continue; /* stacked with expert 0's */
         pf__gguf_new_tensor *t = &out[(*count)++];
         memset(t, 0, sizeof *t);
         snprintf(t->name, sizeof t->name, found->gguf, layer);
-        pf_result r = pf__gguf_new_tensor_of(st, found->transform, c, t, m->dir, message, size);
+        pf_result r = expert == 0 ? pf__gguf_stack_experts(m, st, bare, found->hf, layer, t, message, size)
+                                  : pf__gguf_new_tensor_of(st, found->transform, c, t, m->dir, message, size);
         if (r) return r;
     }
     return PF_OK;
@@ -33980,6 +34242,10 @@ static pf_result pf__gguf_save_directory(const char *dir, const char *path, char
     const pf__gguf_arch *a = NULL;
     for (size_t i = 0; i < PF__COUNT(pf__gguf_archs) && !a; i++)
         if (!strcmp(pf__gguf_archs[i].model_type, c->model_type)) a = &pf__gguf_archs[i];
+    for (size_t i = 0; i + 1 < PF__COUNT(pf__gguf_classes) && !a; i++) /* a family written under another's architecture */
+        if (pf__gguf_classes[i].with && !strcmp(pf__gguf_classes[i].model_type, c->model_type))
+            for (size_t k = 0; k < PF__COUNT(pf__gguf_archs) && !a; k++)
+                if (!strcmp(pf__gguf_archs[k].name, pf__gguf_classes[i].arch)) a = &pf__gguf_archs[k];
     for (size_t i = 0; a && i + 1 < PF__COUNT(pf__gguf_variants) && !r; i++)
         if (pf__gguf_row_of(pf__gguf_variants[i].arch, a->name))
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s files name tensors by the model's variant "
@@ -33998,6 +34264,7 @@ static pf_result pf__gguf_save_directory(const char *dir, const char *path, char
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__gguf_new_tensors(m, a, tensors, &count, message, size);
     if (!r) r = pf__gguf_meta_tokenizer(&meta, dir, m, message, size);
+    if (!r) r = pf__gguf_meta_special_ids(&meta, c, dir, message, size);
     if (!r && meta.out.bad) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     FILE *f = r ? NULL : fopen(path, "wb");
     if (!r && !f) r = pf__format(message, size, PF_ERROR_IO, "%s: cannot create it", path);
@@ -39697,6 +39964,10 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         src->dtype = st->dtype;
     }
     src->data = src->pieces[0];
+    /* experts whose act order would reorder their inputs are decoded (pf__packed.reordered: the
+       ranks' expert products take their inputs as they are) */
+    for (size_t k = 0; src->packed_pieces && k < count; k++)
+        if (src->packed_pieces[k] && src->packed_pieces[k]->reordered) src->dtype = PF__DTYPE_PACKED;
     src->layout = per_head ? PF__LAYOUT_VECTOR : PF__LAYOUT_OUT_IN;
     src->split = t->split;
     return PF_OK;

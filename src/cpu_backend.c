@@ -7,7 +7,7 @@ static int pf__cpu_rank_begin(pf__rank *r) {
     return r->backend_state ? 0 : -1;
 }
 static void pf__cpu_rank_end(pf__rank *r) {
-    if (r->backend_state) free(pf__cpu(r)->matmul_scratch), free(pf__cpu(r)->parts_out);
+    if (r->backend_state) free(pf__cpu(r)->matmul_scratch), free(pf__cpu(r)->parts_out), free(pf__cpu(r)->ordered_x);
     free(r->backend_state);
     r->backend_state = NULL;
 }
@@ -3397,7 +3397,7 @@ PF_PRIVATE void pf__q4_quantize(void *data, size_t rows, size_t cols) {
    of a whole). */
 void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype, const float *bias, size_t rows,
                            size_t n_out, size_t k, size_t col_begin) {
-    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin, NULL, NULL};
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, col_begin, NULL, NULL, NULL, 0};
     if (PF__BLOCKED(weight.dtype)) {
         void *scratch = malloc(pf__quantized_x_bytes(rows, k));
         if (scratch && PF__QUANTIZED(weight.dtype)) pf__cpu_matmul_quantized(out, x, &weight, bias, rows, scratch);
@@ -3415,7 +3415,7 @@ void pf_testing_cpu_matmul(float *out, const float *x, const void *w, int dtype,
 /* Test hook: the product of blocks the ranks keep (against fp32 x), on plain arrays. */
 void pf_testing_cpu_matmul_kept(float *out, const float *x, const void *w, int dtype, size_t rows, size_t n_out,
                                 size_t k) {
-    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, 0, NULL, NULL};
+    pf__weight weight = {(void *)w, (pf__dtype)dtype, n_out, k, 0, NULL, NULL, NULL, 0};
     void *scratch = malloc(rows * (k / 32) * sizeof(float) + 1);
     if (scratch) pf__cpu_matmul_blocks_f32(out, x, &weight, NULL, rows, scratch);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
@@ -3432,7 +3432,7 @@ void pf_testing_block_dequantize(int dtype, const void *blocks, size_t count, fl
 /* Test hook: the product pf_parallel_options.bf16_products runs, on plain arrays (w bf16 [n_out][k]). */
 void pf_testing_cpu_matmul_bf16_products(float *out, const float *x, const uint16_t *w, const float *bias, size_t rows,
                                          size_t n_out, size_t k) {
-    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0, NULL, NULL};
+    pf__weight weight = {(void *)w, PF__DTYPE_BF16, n_out, k, 0, NULL, NULL, NULL, 0};
     void *scratch = malloc(pf__bf16_products_bytes(&weight, rows));
     if (scratch) pf__cpu_matmul_bf16_products(out, x, &weight, bias, rows, scratch);
     else memset(out, 0xff, rows * n_out * sizeof(float)); /* NaN */
@@ -3497,6 +3497,7 @@ static void pf__cpu_matmul_parts(pf__rank *r, float *out, const float *x, const 
     pf__cpu_rank *cpu = pf__cpu(r);
     size_t column = 0;
     for (const pf__weight *part = w->parts; part && !r->error; part = part->next) {
+        if (!part->rows) continue; /* a rank without its heads (more ranks than heads) */
         size_t need = rows * part->rows * sizeof(float);
         if (need > cpu->parts_out_bytes) {
             float *grown = (float *)realloc(cpu->parts_out, need);
@@ -3528,6 +3529,24 @@ static void pf__cpu_matmul(pf__rank *r, float *out, const float *x, const pf__we
     if (w->parts) {
         pf__cpu_matmul_parts(r, out, x, w, bias, rows);
         return;
+    }
+    if (w->input_order) { /* a reordered matrix's blocks: x's inputs gathered in their order, a pad's 0 */
+        size_t bytes = rows * w->cols * sizeof(float);
+        if (bytes > cpu->ordered_x_bytes) {
+            float *grown = (float *)realloc(cpu->ordered_x, bytes);
+            if (!grown) {
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a product's inputs (%zu bytes)", bytes);
+                return;
+            }
+            cpu->ordered_x = grown;
+            cpu->ordered_x_bytes = bytes;
+        }
+        for (size_t i = 0; i < rows; i++) {
+            const float *in = x + i * w->inputs;
+            float *ordered = cpu->ordered_x + i * w->cols;
+            for (size_t j = 0; j < w->cols; j++) ordered[j] = w->input_order[j] == PF__NO_INPUT ? 0.0f : in[w->input_order[j]];
+        }
+        x = cpu->ordered_x;
     }
     const float *b = bias ? (const float *)bias->data : NULL;
     /* blocks against int8 x where the group asked for q8 / q4 products (E4M3's and Q8_G's values

@@ -746,40 +746,75 @@ static pf_result pf__gguf_rotary_config(const pf__gguf *g, const char *arch, dou
     return pf__gguf_rope_freqs(g, head_dim, linear || yarn, b, bad, message, size);
 }
 
-/* The special ids, as config.json and generation_config.json give them. */
+/* The ids that end a generation (llama.cpp's end-of-generation tokens): eos, then these, read into
+   the config's eos list in this order, and written from it so. */
+static const char *const pf__gguf_eos_keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                                "tokenizer.ggml.eom_token_id"};
+
+/* A token id key's value in *id (1), absent (0), or an error (a message) for a bad one. */
+static pf_result pf__gguf_token_id(const pf__gguf *g, const char *key, int64_t vocab, uint64_t *id, int *found,
+                                   char *message, size_t size) {
+    *found = pf__gguf_get_uint(g, key, id);
+    if (*found < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a token id", g->path, key);
+    if (*found && *id >= (uint64_t)vocab)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' %llu is outside the vocabulary (%lld)",
+                          g->path, key, (unsigned long long)*id, (long long)vocab);
+    return PF_OK;
+}
+
+/* The special ids, as config.json and generation_config.json give them: eos_token_id a list where
+   the file has an eot or eom id besides its eos (each id once). */
 static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_buf *b, int *bad, char *message,
                                       size_t size) {
     static const char *const ids[][2] = {{"tokenizer.ggml.bos_token_id", "bos_token_id"},
-                                         {"tokenizer.ggml.eos_token_id", "eos_token_id"},
                                          {"tokenizer.ggml.padding_token_id", "pad_token_id"}};
+    uint64_t id, eos[PF__COUNT(pf__gguf_eos_keys)];
+    int found, num_eos = 0;
+    pf_result r;
     for (size_t i = 0; i < PF__COUNT(ids); i++) {
-        uint64_t id;
-        int found = pf__gguf_get_uint(g, ids[i][0], &id);
-        if (found < 0) return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is not a token id", g->path, ids[i][0]);
-        if (found && id >= (uint64_t)vocab)
-            return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' %llu is outside the vocabulary (%lld)",
-                              g->path, ids[i][0], (unsigned long long)id, (long long)vocab);
+        if ((r = pf__gguf_token_id(g, ids[i][0], vocab, &id, &found, message, size))) return r;
         if (found) *bad |= pf__gguf_put_number(b, ids[i][1], (double)id);
+    }
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_eos_keys); i++) {
+        if ((r = pf__gguf_token_id(g, pf__gguf_eos_keys[i], vocab, &id, &found, message, size))) return r;
+        int seen = 0;
+        for (int k = 0; k < num_eos; k++) seen |= eos[k] == id;
+        if (found && !seen) eos[num_eos++] = id;
+    }
+    if (num_eos == 1) *bad |= pf__gguf_put_number(b, "eos_token_id", (double)eos[0]);
+    for (int k = 0; num_eos > 1 && k < num_eos; k++) {
+        char text[48];
+        snprintf(text, sizeof text, "%s%llu%s", k ? ", " : ", \"eos_token_id\": [", (unsigned long long)eos[k],
+                 k + 1 == num_eos ? "]" : "");
+        *bad |= pf__gguf_put(b, text);
     }
     return PF_OK;
 }
 
-/* The PF_GGUF_CLASS_UNLESS rows: another family under one general.architecture. */
-static const struct { const char *arch, *suffix; double value; const char *model_type, *hf_class; } pf__gguf_classes[] = {
-#define PF_GGUF_CLASS_UNLESS(arch, suffix, value, model_type, hf_class) {arch, suffix, value, model_type, hf_class},
+/* The PF_GGUF_CLASS_UNLESS and PF_GGUF_CLASS_WITH rows: another family under one
+   general.architecture. */
+static const struct {
+    const char *arch, *suffix;
+    double value;
+    int with; /* a CLASS_WITH row: the key's presence (not 0) decides */
+    const char *model_type, *hf_class;
+} pf__gguf_classes[] = {
+#define PF_GGUF_CLASS_UNLESS(arch, suffix, value, model_type, hf_class) {arch, suffix, value, 0, model_type, hf_class},
+#define PF_GGUF_CLASS_WITH(arch, suffix, model_type, hf_class) {arch, suffix, 0, 1, model_type, hf_class},
 #include "policies.inc"
-    {"", "", 0, NULL, NULL} /* none may be listed */
+    {"", "", 0, 0, NULL, NULL} /* none may be listed */
 };
 
-/* The PF_GGUF_CLASS_UNLESS row that takes a file of arch (its key not the row's value, or absent),
-   or -1: the PF_GGUF_ARCH row's family. */
+/* The class row that takes a file of arch (an UNLESS row: its key not the row's value, or absent;
+   a WITH row: its key there, not 0), or -1: the PF_GGUF_ARCH row's family. */
 static int pf__gguf_class_row(const pf__gguf *g, const char *arch) {
     char key[96];
-    double v = 0;
     for (size_t i = 0; i + 1 < PF__COUNT(pf__gguf_classes); i++) {
+        double v = 0;
         if (!pf__gguf_row_of(pf__gguf_classes[i].arch, arch)) continue;
         snprintf(key, sizeof key, "%s.%s", arch, pf__gguf_classes[i].suffix);
-        if (pf__gguf_get_number(g, key, &v) != 1 || v != pf__gguf_classes[i].value) return (int)i;
+        int has = pf__gguf_get_number(g, key, &v) == 1;
+        if (pf__gguf_classes[i].with ? has && v != 0 : !has || v != pf__gguf_classes[i].value) return (int)i;
     }
     return -1;
 }
@@ -1293,6 +1328,8 @@ static const struct { const char *pre, *json; int ignore_merges; const char *nor
                    "\"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+\"}, "
                    "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
                    "\"trim_offsets\": true, \"use_regex\": false}]}", 0, "{\"type\": \"NFC\"}"},
+    /* OLMo's and OLMoE's (GPT-NeoX's tokenizer): GPT-2's split after NFC */
+    {"olmo", "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}", 0, "{\"type\": \"NFC\"}"},
 };
 
 /* SentencePiece's BPE (tokenizer.ggml.model "llama") as tokenizer.json writes its pre-tokenizer and
@@ -1301,6 +1338,11 @@ static const struct { const char *pre, *json; int ignore_merges; const char *nor
 static const char *const pf__gguf_spm_pre[2] = {
     "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": \"never\"}",
     "{\"type\": \"Metaspace\", \"replacement\": \"\xe2\x96\x81\", \"split\": false, \"prepend_scheme\": \"first\"}"};
+/* Gemma's tokenizer.json writes the form without the prefix so: the spaces replaced by its normalizer. */
+static const char pf__gguf_gemma_normalizer[] =
+    "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"\xe2\x96\x81\"}";
+static const char pf__gguf_gemma_pre[] =
+    "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", \"invert\": false}";
 static const char *const pf__gguf_spm_decoder[2] = {
     "{\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": {\"String\": \"\xe2\x96\x81\"}, "
     "\"content\": \" \"}, {\"type\": \"ByteFallback\"}, {\"type\": \"Fuse\"}]}",
@@ -1645,7 +1687,7 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
             if (strlen(pf__gguf_pretokenizers[p].pre) == pre_len && !memcmp(pf__gguf_pretokenizers[p].pre, pre, pre_len)) break;
         if (p == PF__COUNT(pf__gguf_pretokenizers))
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.pre \"%.*s\" is not supported "
-                              "(default, gpt-2, smollm, llama-bpe and qwen2 are)", g->path, pf__gguf_shown(pre_len), pre);
+                              "(default, gpt-2, smollm, llama-bpe, qwen2 and olmo are)", g->path, pf__gguf_shown(pre_len), pre);
     }
     int space_prefix = 1;
     if (pf__gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &space_prefix) < 0)
@@ -2204,8 +2246,13 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
         double v = pf__gguf_field(c, field);
         if (v == 0 && field->fallback == 0) continue; /* none (no clamp, no window): what an absent key reads as */
         snprintf(key, sizeof key, "%s.%s", a->name, row->suffix);
+        static const char *const bools[] = {"use_parallel_residual"}; /* what llama.cpp reads as a bool */
+        int is_bool = 0;
+        for (size_t i = 0; i < PF__COUNT(bools); i++) is_bool |= !strcmp(row->suffix, bools[i]);
         if (field->is_double) {
             pf__gguf_meta_f32(meta, key, (float)v);
+        } else if (is_bool) {
+            pf__gguf_meta_bool(meta, key, v != 0);
         } else {
             if (v < 0 || v > 4294967295.0)
                 return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: config.json's %s %g has no GGUF form (%s is a "
@@ -2217,6 +2264,8 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
        config's field, where no row with a config key wrote them */
     const struct { const char *suffix; double value; int is_double; } by_hand[] = {
         {"attention.head_count_kv", c->num_kv_heads, 0},   /* StarCoder's 1, checked by the reader */
+        {"attention.value_length", c->head_dim, 0},        /* the key length's (checked by the reader): llama.cpp
+                                                              takes hidden / heads without it */
         {"attention.layer_norm_epsilon", c->norm_eps, 1}, /* OLMo's fixed 1e-5 */
     };
     for (size_t i = 0; i < PF__COUNT(by_hand); i++) {
@@ -2235,6 +2284,17 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
     if (rotary_dims > 0 && pf__gguf_reads_key(a->name, "rope.dimension_count")) pf__gguf_meta_u32(meta, key, (uint32_t)rotary_dims);
     snprintf(key, sizeof key, "%s.vocab_size", a->name);
     if (pf__gguf_reads_key(a->name, "vocab_size")) pf__gguf_meta_u32(meta, key, (uint32_t)c->vocab_size);
+    /* linear and YaRN rope scaling as llama.cpp's converter writes them (YaRN's other parameters,
+       which GGUF's reader takes at their defaults, are compared after the file is read back) */
+    int linear = c->rope_type == PF__ROPE_LINEAR, yarn = c->rope_type == PF__ROPE_YARN;
+    if ((linear || yarn) && pf__gguf_reads_key(a->name, "rope.scaling.type")) {
+        snprintf(key, sizeof key, "%s.rope.scaling.type", a->name);
+        pf__gguf_meta_string(meta, key, linear ? "linear" : "yarn");
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", a->name);
+        pf__gguf_meta_f32(meta, key, (float)c->rope_factor);
+        snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", a->name);
+        if (yarn) pf__gguf_meta_u32(meta, key, (uint32_t)c->rope_original_max_positions);
+    }
     return PF_OK;
 }
 
@@ -2327,7 +2387,7 @@ static pf_result pf__gguf_post_processor(const pf__json *post, const pf__json *v
             if (text && text->type == PF__JSON_STRING && content->type == PF__JSON_STRING && !strcmp(text->string, content->string))
                 pf__json_number(pf__json_get(t, "id"), &id);
         }
-        int eos = c->num_eos_ids == 1 && id == c->eos_ids[0];
+        int eos = c->num_eos_ids >= 1 && id == c->eos_ids[0]; /* the first: GGUF's eos_token_id */
         if (!seen_text && id == c->bos_token_id && !*add_bos) *add_bos = 1;
         else if (seen_text && eos && !*add_eos) *add_eos = 1;
         else bad = 1;
@@ -2484,6 +2544,20 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
                    type && type->type == PF__JSON_STRING ? type->string : "?");
     int spm = pf__tok_json_bool(model, "byte_fallback", 0);
     if (spm) {
+        /* Gemma's form of the spaces (no prefix): replaced by the normalizer, then a split on the
+           spaces it left (none), as Metaspace "never" replaces them */
+        char gemma_err[64];
+        pf__json *gemma_norm = pf__json_parse(pf__gguf_gemma_normalizer, strlen(pf__gguf_gemma_normalizer), gemma_err,
+                                              sizeof gemma_err);
+        pf__json *gemma_pre = pf__json_parse(pf__gguf_gemma_pre, strlen(pf__gguf_gemma_pre), gemma_err, sizeof gemma_err);
+        pf__json *gemma_dec = pf__json_parse(pf__gguf_spm_decoder[0], strlen(pf__gguf_spm_decoder[0]), gemma_err,
+                                             sizeof gemma_err);
+        if (gemma_norm && gemma_pre && gemma_dec && pf__gguf_json_same(normalizer, gemma_norm, NULL) &&
+            pf__gguf_json_same(pre, gemma_pre, NULL) && pf__gguf_json_same(decoder, gemma_dec, NULL))
+            space_prefix = 0, normalizer = NULL;
+        pf__json_free(gemma_norm);
+        pf__json_free(gemma_pre);
+        pf__json_free(gemma_dec);
         for (int s = 0; s < 2 && space_prefix < 0; s++) {
             char err[64];
             pf__json *want_pre = pf__json_parse(pf__gguf_spm_pre[s], strlen(pf__gguf_spm_pre[s]), err, sizeof err);
@@ -2496,7 +2570,7 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         if (space_prefix < 0 || (normalizer && normalizer->type != PF__JSON_NULL) || !pf__tok_json_bool(model, "fuse_unk", 0))
             PF__REFUSE("%s: a BPE with byte_fallback whose normalizer, pre-tokenizer, decoder or fuse_unk are not "
                        "SentencePiece's as GGUF's tokenizer.ggml.model \"llama\" means them (no normalizer, Metaspace \"\xe2\x96\x81\" "
-                       "with prepend_scheme first or never, fuse_unk)", path);
+                       "with prepend_scheme first or never, or Gemma's spaces replaced by its normalizer; fuse_unk)", path);
         const pf__json *unk = pf__json_get(model, "unk_token");
         double id = -1;
         if (unk && unk->type == PF__JSON_STRING && pf__json_number(pf__json_get(vocab, unk->string), &id) == 1) unk_id = (int)id;
@@ -2504,7 +2578,7 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         p = pf__gguf_pretokenizer_row(pre, normalizer);
         if (p < 0)
             PF__REFUSE("%s: its pre_tokenizer and normalizer are none of those GGUF names in tokenizer.ggml.pre (gpt-2, smollm, "
-                       "llama-bpe, qwen2)", path);
+                       "llama-bpe, qwen2, olmo)", path);
         const pf__json *decoder_type = decoder ? pf__json_get(decoder, "type") : NULL;
         if (!decoder_type || decoder_type->type != PF__JSON_STRING || strcmp(decoder_type->string, "ByteLevel"))
             PF__REFUSE("%s: a byte-level BPE's decoder is ByteLevel in GGUF; this one's is not", path);
@@ -2518,8 +2592,6 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
         if (v && v->type != PF__JSON_NULL && !(v->type == PF__JSON_STRING && !v->string_len))
             PF__REFUSE("%s: model.%s has no GGUF form", path, empty_keys[k]);
     }
-    if (c->num_eos_ids > 1)
-        PF__REFUSE("%s: the config names %d eos ids; GGUF's tokenizer.ggml.eos_token_id holds one", dir, c->num_eos_ids);
     if ((r = pf__gguf_post_processor(pf__json_get(root, "post_processor"), vocab, added, c, &add_bos, &add_eos, path, message,
                                      size)))
         goto done;
@@ -2614,9 +2686,6 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
     }
     free(pads);
     if (r) goto done;
-    if (c->bos_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_token_id);
-    if (c->num_eos_ids == 1) pf__gguf_meta_u32(meta, "tokenizer.ggml.eos_token_id", (uint32_t)c->eos_ids[0]);
-    if (c->pad_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.padding_token_id", (uint32_t)c->pad_token_id);
     pf__gguf_meta_bool(meta, "tokenizer.ggml.add_bos_token", add_bos);
     pf__gguf_meta_bool(meta, "tokenizer.ggml.add_eos_token", add_eos);
     if (m->tokenizer && m->tokenizer->chat_template)
@@ -2630,6 +2699,20 @@ done:
     return r;
 }
 
+/* The config's bos, eos and pad ids (with a tokenizer or without): its eos ids as eos, eot and eom
+   (llama.cpp's end-of-generation ids; more are refused). */
+static pf_result pf__gguf_meta_special_ids(pf__gguf_meta *meta, const pf__config *c, const char *dir, char *message,
+                                           size_t size) {
+    if (c->num_eos_ids > (int)PF__COUNT(pf__gguf_eos_keys))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: the config names %d eos ids; GGUF holds 3 "
+                          "(tokenizer.ggml.eos_token_id, eot_token_id and eom_token_id)", dir, c->num_eos_ids);
+    if (c->bos_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_token_id);
+    for (int k = 0; k < c->num_eos_ids; k++) /* the first as eos, the others as eot, eom */
+        pf__gguf_meta_u32(meta, pf__gguf_eos_keys[k], (uint32_t)c->eos_ids[k]);
+    if (c->pad_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.padding_token_id", (uint32_t)c->pad_token_id);
+    return PF_OK;
+}
+
 /* A tensor being written: its GGUF name, dims (ggml's order), type and bytes (in the checkpoint's
    map, or `owned`). */
 typedef struct pf__gguf_new_tensor {
@@ -2639,7 +2722,7 @@ typedef struct pf__gguf_new_tensor {
     uint32_t type;
     const uint8_t *data;
     size_t bytes;
-    float *owned;
+    void *owned;
 } pf__gguf_new_tensor;
 
 /* Value i of checkpoint tensor st as fp32. */
@@ -2691,8 +2774,8 @@ static pf_result pf__gguf_new_tensor_of(const pf__st_tensor *st, pf__gguf_transf
     if (!fits)
         return pf__format(message, size, shuffled || transform == PF__GGUF_TRANSPOSE ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED,
                           shuffled || transform == PF__GGUF_TRANSPOSE ? "%s: tensor '%s' does not have the shape its GGUF "
-                          "form rearranges" : "%s: tensor '%s' is stored in GGUF in a form not written yet (experts, "
-                          "latent attention's halves)", dir, st->name);
+                          "form rearranges" : "%s: tensor '%s' is stored in GGUF in a form not written yet (latent "
+                          "attention's halves)", dir, st->name);
     float *values = (float *)malloc((st->numel ? st->numel : 1) * sizeof(float));
     if (!values) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (size_t r = 0; r < rows; r++) {
@@ -2719,8 +2802,45 @@ static const char *pf__gguf_unprefixed(const pf__policy_rows *rows, pf__arch_id 
     return name;
 }
 
+/* A mixture's experts of one layer (st: expert 0's tensor, bare its name without the family's
+   prefix, pattern its row's transformers name, %d the layer then the expert) as llama.cpp stacks
+   them: one [experts][rows][cols] tensor (ggml's ne: cols, rows, experts) in their dtype, every
+   expert's tensor present with expert 0's dtype and shape. */
+static pf_result pf__gguf_stack_experts(const pf_model *m, const pf__st_tensor *st, const char *bare, const char *pattern,
+                                        int layer, pf__gguf_new_tensor *out, char *message, size_t size) {
+    const pf__config *c = &m->config;
+    size_t experts = (size_t)c->num_experts, prefix = strlen(st->name) - strlen(bare);
+    if (st->ndim != 2 || (st->dtype != PF__DTYPE_F32 && st->dtype != PF__DTYPE_F16 && st->dtype != PF__DTYPE_BF16))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' is not an F32, F16 or BF16 matrix",
+                          m->dir, st->name);
+    uint8_t *stacked = (uint8_t *)malloc(experts * st->bytes);
+    if (!stacked) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t x = 0; x < experts; x++) {
+        char hf[160], name[320];
+        snprintf(hf, sizeof hf, pattern, layer, (int)x);
+        snprintf(name, sizeof name, "%.*s%s", (int)prefix, st->name, pf__gguf_unprefixed(pf__rows(c->arch), c->arch, hf));
+        const pf__st_tensor *e = pf__st_find(&m->st, name);
+        if (!e || e->dtype != st->dtype || e->ndim != 2 || e->shape[0] != st->shape[0] || e->shape[1] != st->shape[1]) {
+            free(stacked);
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: expert %zu's '%s' is %s (GGUF stacks the %zu experts "
+                              "of a layer: each [%zu, %zu] in %s, as '%s')", m->dir, x, name,
+                              e ? "of another dtype or shape" : "missing", experts, st->shape[0], st->shape[1],
+                              st->file_dtype, st->name);
+        }
+        memcpy(stacked + x * st->bytes, e->data, st->bytes);
+    }
+    out->ndim = 3;
+    out->ne[0] = st->shape[1], out->ne[1] = st->shape[0], out->ne[2] = experts;
+    out->type = st->dtype == PF__DTYPE_F32 ? PF__GGML_F32 : st->dtype == PF__DTYPE_F16 ? PF__GGML_F16 : PF__GGML_BF16;
+    out->owned = stacked;
+    out->data = stacked;
+    out->bytes = experts * st->bytes;
+    return PF_OK;
+}
+
 /* The GGUF tensors of the checkpoint's: each its PF_GGUF_TENSOR row of arch (transformers' names
-   compared without the family's prefixes), a known buffer skipped, any other tensor refused. */
+   compared without the family's prefixes; a mixture's experts stacked, pf__gguf_stack_experts), a
+   known buffer skipped, any other tensor refused. */
 static pf_result pf__gguf_new_tensors(const pf_model *m, const pf__gguf_arch *a, pf__gguf_new_tensor *out, size_t *count,
                                       char *message, size_t size) {
     const pf__config *c = &m->config;
@@ -2730,16 +2850,18 @@ static pf_result pf__gguf_new_tensors(const pf_model *m, const pf__gguf_arch *a,
         const pf__st_tensor *st = &m->st.tensors[i];
         const char *bare = pf__gguf_unprefixed(rows, c->arch, st->name);
         const pf__gguf_name *found = NULL;
-        int layer = -1;
+        int layer = -1, expert = -1;
         char hf[160];
         for (size_t k = 0; k < PF__COUNT(pf__gguf_names) && !found; k++) {
             const pf__gguf_name *e = &pf__gguf_names[k];
-            int per_layer = !strncmp(e->gguf, "blk.%d.", 7);
+            int per_layer = !strncmp(e->gguf, "blk.%d.", 7), experts = e->transform == PF__GGUF_SPLIT_EXPERTS;
             if (!pf__gguf_row_of(e->arch, a->name)) continue;
-            for (int l = 0; l < (per_layer ? c->num_layers : 1) && !found; l++) {
-                snprintf(hf, sizeof hf, e->hf, l);
-                if (!strcmp(pf__gguf_unprefixed(rows, c->arch, hf), bare)) found = e, layer = l;
-            }
+            for (int l = 0; l < (per_layer ? c->num_layers : 1) && !found; l++)
+                for (int x = 0; x < (experts ? c->num_experts : 1) && !found; x++) { /* an expert's name: layer, expert */
+                    if (experts) snprintf(hf, sizeof hf, e->hf, l, x);
+                    else snprintf(hf, sizeof hf, e->hf, l);
+                    if (!strcmp(pf__gguf_unprefixed(rows, c->arch, hf), bare)) found = e, layer = l, expert = experts ? x : -1;
+                }
         }
         int buffer = 0;
         for (size_t k = 0; k < rows->num_buffers && !found && !buffer; k++)
@@ -2751,10 +2873,12 @@ static pf_result pf__gguf_new_tensors(const pf_model *m, const pf__gguf_arch *a,
         if (!found)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has no GGUF name (no PF_GGUF_TENSOR row "
                               "of %s)", m->dir, st->name, a->name);
+        if (expert > 0) continue; /* stacked with expert 0's */
         pf__gguf_new_tensor *t = &out[(*count)++];
         memset(t, 0, sizeof *t);
         snprintf(t->name, sizeof t->name, found->gguf, layer);
-        pf_result r = pf__gguf_new_tensor_of(st, found->transform, c, t, m->dir, message, size);
+        pf_result r = expert == 0 ? pf__gguf_stack_experts(m, st, bare, found->hf, layer, t, message, size)
+                                  : pf__gguf_new_tensor_of(st, found->transform, c, t, m->dir, message, size);
         if (r) return r;
     }
     return PF_OK;
@@ -2849,6 +2973,10 @@ static pf_result pf__gguf_save_directory(const char *dir, const char *path, char
     const pf__gguf_arch *a = NULL;
     for (size_t i = 0; i < PF__COUNT(pf__gguf_archs) && !a; i++)
         if (!strcmp(pf__gguf_archs[i].model_type, c->model_type)) a = &pf__gguf_archs[i];
+    for (size_t i = 0; i + 1 < PF__COUNT(pf__gguf_classes) && !a; i++) /* a family written under another's architecture */
+        if (pf__gguf_classes[i].with && !strcmp(pf__gguf_classes[i].model_type, c->model_type))
+            for (size_t k = 0; k < PF__COUNT(pf__gguf_archs) && !a; k++)
+                if (!strcmp(pf__gguf_archs[k].name, pf__gguf_classes[i].arch)) a = &pf__gguf_archs[k];
     for (size_t i = 0; a && i + 1 < PF__COUNT(pf__gguf_variants) && !r; i++)
         if (pf__gguf_row_of(pf__gguf_variants[i].arch, a->name))
             r = pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s files name tensors by the model's variant "
@@ -2867,6 +2995,7 @@ static pf_result pf__gguf_save_directory(const char *dir, const char *path, char
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__gguf_new_tensors(m, a, tensors, &count, message, size);
     if (!r) r = pf__gguf_meta_tokenizer(&meta, dir, m, message, size);
+    if (!r) r = pf__gguf_meta_special_ids(&meta, c, dir, message, size);
     if (!r && meta.out.bad) r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     FILE *f = r ? NULL : fopen(path, "wb");
     if (!r && !f) r = pf__format(message, size, PF_ERROR_IO, "%s: cannot create it", path);

@@ -267,6 +267,9 @@ typedef struct pf__packed {
     size_t scale_rows;         /* CT_INT: scales (and I8 zeros) [scale_rows: 1 or rows][scale_cols], groups of
                                   group_size inputs */
     int zero_layout;           /* CT_INT: PF__CT_ZERO_* */
+    int reordered;             /* GPTQ act order whose groups are not whole blocks of 32 inputs (a permuted
+                                  g_idx), kept in Q4_G or Q8_G blocks all the same: each rank's inputs
+                                  reordered group by group (pf__input_order) */
 } pf__packed;
 /* compressed-tensors' zero points: none (symmetric), I8 laid out as the scales, or I32 words packed
    along the outputs ([ceil(rows * bits / 32)][scale_cols], stored plus 2^(bits - 1)). */
@@ -280,6 +283,16 @@ PF_PRIVATE void pf__packed_row_run(const pf__packed *p, size_t row, size_t col, 
    nibbles), a 4-bit GPTQ, AWQ or compressed-tensors one's as Q4_G blocks, an 8-bit one's as Q8_G
    blocks, an FP8 one's as E4M3 blocks. What the ranks keep. */
 PF_PRIVATE void pf__packed_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out);
+/* A reordered matrix's (pf__packed.reordered) inputs [col_begin, col_begin + cols), a rank's, in
+   the order its blocks hold them: group by group (in the order of the inputs within a group), each
+   group's run padded with PF__NO_INPUT to a whole number of blocks of 32, so that every block lies
+   in one group. Writes order[j] = the input (less col_begin) of the blocks' column j, where order
+   is not NULL; returns the blocks' width (0: out of memory). */
+#define PF__NO_INPUT UINT32_MAX
+PF_PRIVATE size_t pf__input_order(const pf__packed *p, size_t col_begin, size_t cols, uint32_t *order);
+/* count blocks of row `row` of a reordered matrix in that order (a pad's weight 0) as Q4_G or Q8_G blocks. */
+PF_PRIVATE void pf__packed_row_blocks_ordered(const pf__packed *p, size_t row, const uint32_t *order, size_t col_begin,
+                                              size_t count, uint8_t *out);
 /* config.json's quantization_config: its matrices become PF__DTYPE_PACKED tensors named as their
    unquantized weights ("....weight"), their parts marked consumed; keys that change the math and
    that we do not implement are refused by name. No quantization_config: nothing to do. */
@@ -1699,6 +1712,11 @@ typedef struct pf__weight {
        Q6_K): the stack's weight has no dtype of its own (PF__DTYPE_OTHER) and `parts` is its first
        member's weight, each member's `next` the following one; products run member by member. */
     const struct pf__weight *parts, *next;
+    /* A reordered matrix's blocks (pf__packed.reordered; CPU ranks): input_order [cols] in rank
+       memory, the blocks' column j multiplying x[input_order[j]] (PF__NO_INPUT: a pad, zero), x
+       being [inputs] wide. NULL: x is [cols], as the blocks hold it. */
+    const uint32_t *input_order;
+    size_t inputs;
 } pf__weight;
 
 /* The rows of LayoutLM's 2-D position tables a token reads, in transformers' order of summation:
@@ -2227,6 +2245,8 @@ typedef struct pf__cpu_rank {
     size_t matmul_scratch_bytes;
     float *parts_out;         /* a stack's part's products (pf__weight.parts), grown on demand */
     size_t parts_out_bytes;
+    float *ordered_x;         /* a reordered matrix's product: x's inputs in its blocks' order (pf__weight.input_order) */
+    size_t ordered_x_bytes;
 } pf__cpu_rank;
 
 /* ---- jobs, groups and the model: the types of every layer above the backends ---- */

@@ -186,6 +186,10 @@ static pf_result pf__take_expert_pieces(pf_model *m, const char *prefix, const p
         src->dtype = st->dtype;
     }
     src->data = src->pieces[0];
+    /* experts whose act order would reorder their inputs are decoded (pf__packed.reordered: the
+       ranks' expert products take their inputs as they are) */
+    for (size_t k = 0; src->packed_pieces && k < count; k++)
+        if (src->packed_pieces[k] && src->packed_pieces[k]->reordered) src->dtype = PF__DTYPE_PACKED;
     src->layout = per_head ? PF__LAYOUT_VECTOR : PF__LAYOUT_OUT_IN;
     src->split = t->split;
     return PF_OK;

@@ -29,7 +29,10 @@
    scales fp16 holds, is kept so too: each 32 inputs of a row become a Q4_G block (its group's fp16
    scale, zero and nibbles: src/blocks.c), the same values, rather than Q4_1's d and m = -scale x
    zero, whose m fp16 would round (a bias of up to 0.7 % of a step over the block, in half of
-   llama-awq's groups). An 8-bit one (GPTQ's; compressed-tensors' pack- and naive-quantized int8)
+   llama-awq's groups). Act order's permuted groups (GPTQ's g_idx, desc_act) are kept in these
+   blocks too: each rank orders its inputs group by group, each group's run padded with zero
+   weights to whole blocks of 32 (pf__input_order: a row-parallel layer's rank holds a share of
+   every group), and its products gather the activations in that order. An 8-bit one (GPTQ's; compressed-tensors' pack- and naive-quantized int8)
    whose every 32 inputs lie in one group becomes Q8_G blocks: the group's scale in fp32, its zero
    and the 32 values, a byte each (37 bytes: 1.16 bytes a weight for the file's 1 and its scales).
    An FP8 matrix whose scale grid falls on 32 inputs (one scale, or blocks a multiple of 32 wide;
@@ -133,22 +136,58 @@ static float pf__int_block(const pf__packed *p, size_t row, size_t col, int *zer
     return pf__packed_scale(p, g * p->rows + row);
 }
 
-/* An integer matrix's blocks of 32 inputs as Q4_G blocks (4 bits: the scale in fp16, which holds
-   it exactly: checked) or Q8_G blocks (8 bits: the scale in fp32). */
+/* A Q4_G block (4 bits: the scale in fp16, which holds it exactly: checked) or Q8_G block (8 bits:
+   the scale in fp32) of 32 values q under one scale and zero. */
+static void pf__int_block_write(int bits, float scale, int zero, const int *q, uint8_t *out) {
+    if (bits == 4) { /* the scale, the zero, then input i in the low nibble, i + 16 in the high one */
+        uint16_t half = pf__f32_to_f16(scale);
+        out[0] = (uint8_t)(half & 255), out[1] = (uint8_t)(half >> 8), out[2] = (uint8_t)zero;
+        for (int i = 0; i < 16; i++) out[3 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+    } else { /* the scale, the zero, then the 32 values */
+        memcpy(out, &scale, sizeof scale);
+        out[4] = (uint8_t)zero;
+        for (int i = 0; i < 32; i++) out[5 + i] = (uint8_t)q[i];
+    }
+}
+
+/* An integer matrix's blocks of 32 inputs as Q4_G or Q8_G blocks. */
 static void pf__int_row_blocks(const pf__packed *p, size_t row, size_t first, size_t count, uint8_t *out) {
     size_t bytes = pf__block_bytes(p->bits == 4 ? PF__DTYPE_Q4_G : PF__DTYPE_Q8_G);
     for (size_t b = first; b < first + count; b++, out += bytes) {
         int zero, q[32];
         float scale = pf__int_block(p, row, b * 32, &zero, q);
-        if (p->bits == 4) { /* the scale, the zero, then input i in the low nibble, i + 16 in the high one */
-            uint16_t half = pf__f32_to_f16(scale);
-            out[0] = (uint8_t)(half & 255), out[1] = (uint8_t)(half >> 8), out[2] = (uint8_t)zero;
-            for (int i = 0; i < 16; i++) out[3 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
-        } else { /* the scale, the zero, then the 32 values */
-            memcpy(out, &scale, sizeof scale);
-            out[4] = (uint8_t)zero;
-            for (int i = 0; i < 32; i++) out[5 + i] = (uint8_t)q[i];
-        }
+        pf__int_block_write(p->bits, scale, zero, q, out);
+    }
+}
+
+PF_PRIVATE size_t pf__input_order(const pf__packed *p, size_t col_begin, size_t cols, uint32_t *order) {
+    size_t groups = (p->cols + p->group_size - 1) / p->group_size, width = 0;
+    size_t *at = (size_t *)calloc(groups + 1, sizeof *at); /* each group's count, then where its run starts */
+    if (!at) return 0;
+    for (size_t c = col_begin; c < col_begin + cols; c++) at[pf__int_group(p, c)]++;
+    for (size_t g = 0; g < groups; g++) {
+        size_t count = at[g];
+        at[g] = width;
+        width += (count + 31) / 32 * 32;
+    }
+    if (order) {
+        for (size_t j = 0; j < width; j++) order[j] = PF__NO_INPUT;
+        for (size_t c = col_begin; c < col_begin + cols; c++) order[at[pf__int_group(p, c)]++] = (uint32_t)(c - col_begin);
+    }
+    free(at);
+    return width;
+}
+
+PF_PRIVATE void pf__packed_row_blocks_ordered(const pf__packed *p, size_t row, const uint32_t *order, size_t col_begin,
+                                              size_t count, uint8_t *out) {
+    size_t bytes = pf__block_bytes(p->bits == 4 ? PF__DTYPE_Q4_G : PF__DTYPE_Q8_G);
+    for (size_t b = 0; b < count; b++, out += bytes) {
+        const uint32_t *inputs = order + 32 * b; /* one group's inputs, then pads: a block's first is an input */
+        size_t g = pf__int_group(p, col_begin + inputs[0]);
+        int zero = pf__int_zero(p, row, g), q[32];
+        for (int i = 0; i < 32; i++) /* a pad's q is the zero: its weight is 0 */
+            q[i] = inputs[i] == PF__NO_INPUT ? zero : pf__int_value(p, row, col_begin + inputs[i]);
+        pf__int_block_write(p->bits, pf__packed_scale(p, g * p->rows + row), zero, q, out);
     }
 }
 
@@ -589,7 +628,7 @@ static pf_result pf__fp8_take(pf__st_index *index, const pf__qconfig *q, pf__st_
                           "modules_to_not_convert lists its module", w->file->path, w->name);
     size_t rows = w->shape[0], cols = w->shape[1];
     pf__packed p = {PF__PACKED_FP8, rows, cols, w->data, scale->data, NULL, NULL, 0, 0, 0, 0, 0, 0, PF__DTYPE_F32, q->scale_e8m0,
-                    0, 0, PF__CT_ZERO_NONE};
+                    0, 0, PF__CT_ZERO_NONE, 0};
     int bytes_ok = q->scale_e8m0 ? pf__file_dtype_is(scale, "F8_E8M0") || pf__file_dtype_is(scale, "U8")
                                  : scale->dtype == PF__DTYPE_F32 || scale->dtype == PF__DTYPE_BF16 || scale->dtype == PF__DTYPE_F16;
     if (!bytes_ok)
@@ -650,15 +689,16 @@ static pf_result pf__packed_weight(pf__st_index *index, pf__st_tensor *out, cons
    32, or a row's or the tensor's; with g_idx, constant over each 32: desc_act with static groups)
    and, for Q4_G, fp16 holds every scale (F16 scales always do; BF16 and F32 ones are checked value
    by value: a BF16 scale below fp16's normal range may not be, an F32 one rarely is; Q8_G's fp32
-   holds any). Else PF__DTYPE_PACKED: decoded into the ranks' dtype (fp32 by default), as are act
-   order's permuted groups, since keeping them in blocks would need the activations permuted into
-   the groups' order before each product. */
-static pf__dtype pf__int_blocks_dtype(const pf__packed *p) {
-    if (p->cols % 32) return PF__DTYPE_PACKED;
+   holds any). Act order's permuted groups (a g_idx not constant over each 32 inputs) are kept so
+   too, their inputs reordered on each rank (*reordered set: pf__input_order). Else
+   PF__DTYPE_PACKED: decoded into the ranks' dtype (fp32 by default). */
+static pf__dtype pf__int_blocks_dtype(const pf__packed *p, int *reordered) {
+    *reordered = 0;
     if (p->group_of) {
-        for (size_t c = 0; c < p->cols; c++)
-            if (pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32))) return PF__DTYPE_PACKED;
-    } else if (p->group_size % 32 && p->group_size < p->cols) {
+        for (size_t c = 0; c < p->cols && !*reordered; c++)
+            *reordered = c % 32 == 0 && p->cols - c < 32 ? 1 /* a last block cut short */
+                         : pf__le32(p->group_of + 4 * c) != pf__le32(p->group_of + 4 * (c / 32 * 32));
+    } else if (p->cols % 32 || (p->group_size % 32 && p->group_size < p->cols)) {
         return PF__DTYPE_PACKED;
     }
     if (p->bits == 8) return PF__DTYPE_Q8_G;
@@ -666,7 +706,7 @@ static pf__dtype pf__int_blocks_dtype(const pf__packed *p) {
                                                    : (p->cols + p->group_size - 1) / p->group_size * p->rows;
     for (size_t i = 0; p->scale_dtype != PF__DTYPE_F16 && i < scales; i++) {
         float scale = pf__packed_scale(p, i);
-        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return PF__DTYPE_PACKED;
+        if (pf__f16_to_f32(pf__f32_to_f16(scale)) != scale) return *reordered = 0, PF__DTYPE_PACKED;
     }
     return PF__DTYPE_Q4_G;
 }
@@ -724,14 +764,14 @@ static pf_result pf__int_take(pf__st_index *index, const pf__qconfig *q, pf__st_
     pf__packed *p = pf__packed_new(index);
     if (!p) return pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     *p = (pf__packed){q->format, rows, cols, qweight->data, scales->data, zeros->data, g_idx ? g_idx->data : NULL,
-                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE};
+                      0, 0, 0, group, q->bits, q->zero_offset, scales->dtype, 0, 0, 0, PF__CT_ZERO_NONE, 0};
     for (size_t i = 0; i < groups * rows; i++)
         if (!isfinite(pf__packed_scale(p, i)))
             return pf__format(message, size, PF_ERROR_FORMAT, "%s: tensor '%s' holds a scale that is not a finite number "
                               "(%g, group %zu of output %zu)", path, scales->name, pf__packed_scale(p, i), i / rows,
                               i % rows);
     pf_result r = pf__packed_weight(index, out, qweight->name, stem, rows, cols, qweight, p, message, size);
-    if (!r) out->dtype = pf__int_blocks_dtype(p);
+    if (!r) out->dtype = pf__int_blocks_dtype(p, &p->reordered);
     if (!r) qweight->used = zeros->used = scales->used = 1;
     return r;
 }
@@ -859,7 +899,8 @@ static pf_result pf__ct_take(pf__st_index *index, const pf__qconfig *q, pf__st_t
     scale->used = 1;
     pf_result r = pf__scales_finite(p, scale, message, size);
     if (r) return r;
-    pf__dtype kept = !q->ct_float ? pf__int_blocks_dtype(p) : pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
+    int reordered = 0; /* (compressed-tensors' group act order, a weight_g_idx, is refused) */
+    pf__dtype kept = !q->ct_float ? pf__int_blocks_dtype(p, &reordered) : pf__e4m3_holds(p) ? PF__DTYPE_E4M3 : PF__DTYPE_PACKED;
     if (!q->ct_packed) {
         weight->dtype = kept;
         weight->packed = p;

@@ -294,6 +294,7 @@ static int pf__keeps_blocks(const pf__group *g) {
    matrices split by rows always do), or columns starting and ending on the blocks' boundaries. */
 static int pf__blocks_fit(const pf__source *src, const pf__plan *p) {
     size_t values = pf__block_values(src->dtype);
+    if (src->packed && src->packed->reordered) return src->layout == PF__LAYOUT_OUT_IN; /* any columns: reordered */
     return src->layout == PF__LAYOUT_OUT_IN && p->cols % values == 0 && p->col_begin % values == 0;
 }
 
@@ -341,8 +342,31 @@ static void pf__progress_add(pf__group *g, uint64_t bytes) {
 }
 
 
+/* Whether a rank keeps a reordered matrix (pf__packed.reordered) in its blocks, stored in dtype:
+   the file's format, in host memory (the products gather x in the blocks' order there). */
+static int pf__reorders(const pf__rank *r, const pf__source *src, pf__dtype dtype) {
+    return src->packed && src->packed->reordered && dtype == src->dtype && r->backend->host_memory;
+}
+
+/* A reordered matrix's weight w on the rank: its blocks' order of the plan's inputs (w->input_order,
+   in rank memory: host memory, written here) and width (w->cols; w->inputs the plan's). 0: failed. */
+static int pf__rank_order_inputs(pf__rank *r, pf__weight *w, const pf__source *src, const pf__plan *p) {
+    size_t width = p->cols ? pf__input_order(src->packed, p->col_begin, p->cols, NULL) : 0;
+    if (p->cols && !width) {
+        pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return 0;
+    }
+    uint32_t *order = (uint32_t *)pf__rank_alloc(r, width * sizeof *order); /* NULL while counting */
+    if (order) pf__input_order(src->packed, p->col_begin, p->cols, order);
+    w->input_order = order;
+    w->inputs = p->cols;
+    w->cols = width;
+    return !r->error;
+}
+
+/* order: a reordered matrix's w->input_order (its blocks [plan rows][width] are written in it), else NULL. */
 static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__source *src, const pf__plan *p,
-                          float **staging, size_t *staging_size) {
+                          const uint32_t *order, size_t width, float **staging, size_t *staging_size) {
     /* vectors kept in fp32 hold what the group's dtype would (Q8 groups keep them as they are) */
     pf__dtype rounding = PF__QUANTIZED(r->group->dtype) ? PF__DTYPE_F32 : r->group->dtype;
     size_t numel = p->rows * p->cols;
@@ -355,17 +379,28 @@ static void pf__rank_fill(pf__rank *r, void *dst, pf__dtype dtype, const pf__sou
         pf__progress_add(r->group, pf__source_bytes(src, numel));
         return;
     }
-    if (numel * sizeof(float) > *staging_size) { /* one slice at a time: never a second full copy */
+    size_t need = numel * sizeof(float), ordered_bytes = order ? pf__weight_bytes(dtype, p->rows, width) : 0;
+    if (ordered_bytes > need) need = ordered_bytes; /* a slice of few inputs in many groups: mostly pads */
+    if (need > *staging_size) { /* one slice at a time: never a second full copy */
         free(*staging);
-        *staging_size = numel * sizeof(float);
+        *staging_size = need;
         *staging = (float *)malloc(*staging_size);
         if (!*staging) {
             *staging_size = 0;
-            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging slice", numel * sizeof(float));
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a %zu-byte staging slice", need);
             return;
         }
     }
     float *f = *staging;
+    if (order) { /* a reordered matrix's blocks, row by row, in its inputs' order */
+        size_t slice_bytes = pf__weight_bytes(dtype, 1, width);
+        for (size_t i = 0; i < p->rows; i++)
+            pf__packed_row_blocks_ordered(src->packed, pf__plan_row(p, i), order, p->col_begin, width / 32,
+                                          (uint8_t *)f + i * slice_bytes);
+        r->backend->upload(r, dst, f, ordered_bytes);
+        pf__progress_add(r->group, pf__source_bytes(src, numel));
+        return;
+    }
     if (PF__BLOCKED(dtype) && dtype == src->dtype && src->layout == PF__LAYOUT_OUT_IN) { /* the file's blocks, row by row (whole blocks: pf__blocks_fit) */
         size_t values = pf__block_values(dtype), slice_bytes = pf__weight_bytes(dtype, 1, p->cols);
         for (size_t i = 0; i < p->rows; i++)
@@ -530,10 +565,12 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
     const pf_model *m = g->model;
     const pf__config *c = &m->config;
     pf__plan plans[4];
-    size_t rows = 0, cols = 0;
+    size_t rows = 0, cols = 0, widths[4];
     int n = 0;
     pf__dtype dtype = g->dtype, own[4]; /* the members' (all matrices, or all vectors) */
-    int mixed = 0; /* members kept in different block formats: the stack's weight is its parts */
+    /* members kept in different block formats, or reordered (each its own order of the inputs): the
+       stack's weight is its parts */
+    int mixed = 0;
     for (int k = 0; k < stack->num_members; k++) {
         const pf__source *src = &m->sources[layer_base + stack->members[k]];
         if (!src->data) continue;
@@ -553,11 +590,19 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
         } else if (own[n] != dtype) {
             mixed = 1;
         }
+        widths[n] = pf__reorders(r, src, own[n]) && plans[n].cols ? pf__input_order(src->packed, plans[n].col_begin,
+                                                                                    plans[n].cols, NULL) : plans[n].cols;
+        if (!widths[n]) {
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+            free(plans[n].row_map);
+            break;
+        }
+        if (widths[n] != plans[n].cols || pf__reorders(r, src, own[n])) mixed = 1;
         rows += plans[n].rows;
         cols = plans[n++].cols;
     }
     size_t bytes = 0;
-    for (int k = 0; k < n; k++) bytes += pf__weight_bytes(mixed ? own[k] : dtype, plans[k].rows, cols);
+    for (int k = 0; k < n; k++) bytes += pf__weight_bytes(mixed ? own[k] : dtype, plans[k].rows, mixed ? widths[k] : cols);
     pf__weight *w = &r->weights[i];
     w->dtype = mixed ? PF__DTYPE_OTHER : dtype;
     w->rows = rows;
@@ -575,8 +620,10 @@ static void pf__rank_load_stack(pf__rank *r, const struct pf__stack *stack, size
         member->cols = p->cols;
         member->col_begin = p->col_begin;
         member->data = w->data ? (char *)w->data + offset : NULL;
-        if (member->data) pf__rank_fill(r, member->data, member->dtype, src, p, staging, staging_size);
-        offset += pf__weight_bytes(member->dtype, p->rows, cols);
+        if (pf__reorders(r, src, member->dtype) && !pf__rank_order_inputs(r, member, src, p)) member->data = NULL;
+        if (member->data)
+            pf__rank_fill(r, member->data, member->dtype, src, p, member->input_order, member->cols, staging, staging_size);
+        offset += pf__weight_bytes(member->dtype, p->rows, member->cols);
         if (mixed) *(previous ? &previous->next : &w->parts) = member;
         previous = member;
         free(p->row_map);
@@ -630,8 +677,14 @@ static void pf__rank_slice_weights(pf__rank *r) {
         if ((slot == PF__SLOT_ROUTER_WEIGHT || slot == PF__SLOT_FUNNEL_SEG_EMBED || slot == PF__SLOT_NGRAM_EMBED) &&
             PF__QUANTIZED(w->dtype))
             w->dtype = PF__DTYPE_F32;
-        w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, p.cols));
-        if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, &staging, &staging_size);
+        /* an embedding is read row by row, not through a product: a reordered one is decoded */
+        if (slot == PF__SLOT_TOKEN_EMBED && pf__reorders(r, src, w->dtype)) w->dtype = PF__DTYPE_F32;
+        if (pf__reorders(r, src, w->dtype) && !pf__rank_order_inputs(r, w, src, &p)) {
+            free(p.row_map);
+            break;
+        }
+        w->data = pf__rank_alloc(r, pf__weight_bytes(w->dtype, p.rows, w->cols));
+        if (w->data) pf__rank_fill(r, w->data, w->dtype, src, &p, w->input_order, w->cols, &staging, &staging_size);
         free(p.row_map);
     }
     free(staging);
@@ -953,8 +1006,13 @@ PF_PRIVATE void pf__rank_gather(pf__rank *r) {
         }
         if (numel) {
             r->backend->download(r, raw ? raw : slice, w.data, bytes);
-            if (w.dtype != PF__DTYPE_F32)
+            if (w.dtype != PF__DTYPE_F32 && !w.input_order)
                 for (size_t k = numel; k-- > 0;) slice[k] = pf__weight_value(raw ? raw : slice, k, w.dtype);
+            if (w.input_order) /* a reordered matrix's blocks: each value back at its input, in place (raw holds the blocks) */
+                for (size_t row = 0; row < w.rows; row++)
+                    for (size_t j = 0; j < w.cols; j++)
+                        if (w.input_order[j] != PF__NO_INPUT)
+                            slice[row * w.inputs + w.input_order[j]] = pf__weight_value(raw, row * w.cols + j, w.dtype);
             pf__slice_scatter(g->gather[i], src->cols, slice, &p);
         }
         free(raw);

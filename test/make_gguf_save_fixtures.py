@@ -5,6 +5,19 @@ BPE tokenizer (tokenizer.ggml.pre "llama-bpe" backwards), with the default rope 
 scaling becomes llama.cpp's rope_freqs tensor, which the writer does not make yet) and weights of
 its own (seed 1200), untied head, GQA 6/2, eos one id.
 
+Also tiny mixtures of experts whose configs are what llama.cpp's architectures fix, which the
+family fixtures (made to exercise the other settings: dense layers, routing not renormalised) are
+not; each with its family fixture's tokenizer, 64 wide so that Q8_0 and Q4_0 files convert their
+matrices:
+
+  qwen3_moe-save   Qwen3-MoE: experts in every layer, the chosen weights renormalised (qwen3moe)
+  qwen2_moe-save   Qwen2-MoE: experts in every layer, not renormalised, a shared expert behind its
+                   gate, q/k/v biases (qwen2moe)
+  olmoe-save       OLMoE: not renormalised, no grouped-query attention (olmoe: its k norm is n_embd wide)
+
+No reference logits: the test compares the saved file's logits with the directory's (whose forward
+the family fixtures check against transformers).
+
     python3 test/make_gguf_save_fixtures.py
 """
 import json
@@ -12,9 +25,43 @@ import shutil
 from pathlib import Path
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, OlmoeConfig, Qwen2MoeConfig, Qwen3MoeConfig
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+MOE_COMMON = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=128, rms_norm_eps=1e-6, initializer_range=0.3, tie_word_embeddings=False)
+
+
+def moe_configs():
+    return {
+        "qwen3_moe": Qwen3MoeConfig(vocab_size=384, intermediate_size=96, moe_intermediate_size=64, num_experts=6,
+                                    num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+                                    head_dim=16, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                                    **MOE_COMMON),
+        "qwen2_moe": Qwen2MoeConfig(vocab_size=384, intermediate_size=96, moe_intermediate_size=64,
+                                    shared_expert_intermediate_size=96, num_experts=6, num_experts_per_tok=2,
+                                    norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[], qkv_bias=True,
+                                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, **MOE_COMMON),
+        # as many key/value heads as heads: llama.cpp's OLMoE takes the k norm n_embd wide
+        "olmoe": OlmoeConfig(vocab_size=384, intermediate_size=64, num_experts=6, num_experts_per_tok=2, norm_topk_prob=False,
+                             clip_qkv=None, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                             **dict(MOE_COMMON, num_key_value_heads=4)),
+    }
+
+
+def write_moe():
+    for i, (family, config) in enumerate(moe_configs().items()):
+        spec = json.loads((FIXTURES / family / "config.json").read_text())  # its tokenizer's special ids
+        config.bos_token_id, config.eos_token_id, config.pad_token_id = (spec.get(k) for k in
+                                                                         ("bos_token_id", "eos_token_id", "pad_token_id"))
+        torch.manual_seed(7000 + i)
+        model = AutoModelForCausalLM.from_config(config).eval()
+        out = FIXTURES / f"{family}-save"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        model.save_pretrained(out, safe_serialization=True)
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(FIXTURES / family / name, out / name)
 
 
 def main():
@@ -30,6 +77,7 @@ def main():
     model.save_pretrained(out, safe_serialization=True)
     for name in ("tokenizer.json", "tokenizer_config.json"):  # its tokenizer cases are llama3-rope's
         shutil.copy(source / name, out / name)
+    write_moe()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ Writes under test/fixtures/ (reference.txt and reference_logits.bin as the other
   llama-gptq8        GPTQ's "gptq_v2" format, 8 bits, one group (group_size -1), no g_idx
   llama-gptq8-g64    GPTQ's v1 "gptq" format, 8 bits, groups of 64, asymmetric zeros (0 and 255 included), 256
                      wide: kept in Q8_G blocks on 1 to 4 ranks
+  llama-gptq8-act    GPTQ v1, 8 bits, groups of 64, desc_act (a permuted g_idx), 256 wide: kept in Q8_G blocks,
+                     each rank's inputs reordered group by group
   llama-awq          AWQ's GEMM format, 4 bits, groups of 32
   llama-gptq-static  GPTQ v1, 4 bits, groups of 64, desc_act with static groups (static_groups: g_idx is
                      input // 64, what act order writes when the groups are fixed before it permutes)
@@ -523,6 +525,8 @@ FIXTURE_BUILDERS = {
     "qwen3_moe-gptq32": lambda: int_fixture("qwen3_moe-gptq32", qwen3_moe_config(), "gptq", 4, 32, 1600,
                                             experts_only=True),
     "llama-gptq8-g64": lambda: int_fixture("llama-gptq8-g64", llama_config(256, 384, 4), "gptq", 8, 64, 1700),
+    "llama-gptq8-act": lambda: int_fixture("llama-gptq8-act", llama_config(256, 384, 4), "gptq", 8, 64, 2000,
+                                           act_order=True),
     "llama-awq": lambda: int_fixture("llama-awq", llama_config(256, 384, 4), "awq", 4, 32, 500),
     "llama-gptq-static": lambda: int_fixture("llama-gptq-static", llama_config(256, 384, 4), "gptq", 4, 64, 1400,
                                              act_order="static"),

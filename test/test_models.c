@@ -1507,15 +1507,68 @@ static size_t check_q8_products(fixture *f, const char *name) {
     return r == PF_OK ? info.weights : 0;
 }
 
+/* The weights' bytes on rank 0 of `ranks` CPU ranks in the default dtype, or 0 (reported). */
+static size_t rank0_weight_bytes(fixture *f, int ranks) {
+    pf_memory_info info = {0};
+    pf_parallel_options po = cpu_options();
+    pf_result r = pf_parallelize(f->model, ranks, &po);
+    if (!r) r = pf_get_memory_info(f->model, 0, &info);
+    CHECK_MSG(r == PF_OK, "%d ranks: %s", ranks, pf_error_message(f->model));
+    return r == PF_OK ? info.weights : 0;
+}
+
+/* GPTQ act order (a permuted g_idx: llama-gptq's 4 bits in groups of 32, llama-gptq8-act's 8 bits
+   in groups of 64) kept in Q4_G or Q8_G blocks by default: each rank's inputs reordered group by
+   group, a group's run padded to whole blocks of 32 (a row-parallel layer's rank holds some of each
+   group), and its activations gathered in that order before the product. transformers' logits of
+   the dequantized weights (scales[g_idx[i]], zeros[g_idx[i]] for input i, as optimum's GPTQ
+   dequantizes) within 1e-4 and its greedy tokens on 1 to 4 ranks (test_fixture_stored), 5 ranks
+   too (no block is cut: nothing refused), pf_to_cpu after 3 (test_quantized); one rank's weights
+   (whole groups: no pads) within 10 % of the file's size and below the fp32 expansion by twice the
+   blocks' bytes (3.5 times for Q8_G's 37 bytes a 32, 6.7 for Q4_G's 19); rank 0's bytes on 2 and 3
+   ranks printed (the row-parallel layers' pads); in dtype q8_0 within 10 % (check_q8_products). */
+static void test_act_order(void) {
+    static const struct {
+        const char *name;
+        size_t block_bytes;
+    } kept[] = {{"llama-gptq", 19}, {"llama-gptq8-act", 37}};
+    /* 2 layers of q, o [256, 256], k, v [128, 256], gate, up [384, 256] and down [256, 384] */
+    size_t blocks_count = 2 * (2 * 256 * 256 + 2 * 128 * 256 + 3 * 384 * 256) / 32;
+    for (size_t i = 0; i < QUANT_COUNT(kept); i++) {
+        test_fixture_stored(kept[i].name, PF_DTYPE_AUTO);
+        fixture f;
+        if (fixture_open(kept[i].name, &f)) continue;
+        char path[1024];
+        size_t file_size = 0, block_bytes = blocks_count * kept[i].block_bytes;
+        snprintf(path, sizeof path, "%s/%s/model.safetensors", test_fixtures, kept[i].name);
+        free(test_read_file(path, &file_size));
+        size_t blocks = stored_weight_bytes(&f, PF_DTYPE_AUTO), expanded = stored_weight_bytes(&f, PF_DTYPE_F32);
+        CHECK_MSG(blocks && blocks <= file_size + file_size / 10 && expanded >= blocks + 2 * block_bytes,
+                  "%s (%zu bytes, %zu in blocks): weights take %zu bytes by default, %zu in fp32", kept[i].name,
+                  file_size, block_bytes, blocks, expanded);
+        size_t two = rank0_weight_bytes(&f, 2), three = rank0_weight_bytes(&f, 3);
+        printf("  %s (%zu bytes, act order): weights in %zu bytes on 1 rank (%zu expanded to fp32), rank 0's %zu on 2 "
+               "ranks, %zu on 3\n", kept[i].name, file_size, blocks, expanded, two, three);
+        pf_parallel_options po = cpu_options();
+        pf_result r = pf_parallelize(f.model, 5, &po);
+        float *logits = r == PF_OK ? prompt_logits(&f) : NULL;
+        float diff = logits ? test_max_abs_diff(logits, f.ref_logits, (size_t)f.ref.num_prompt_ids * f.vocab) : INFINITY;
+        CHECK_MSG(diff <= TOLERANCE_HF, "%s on 5 ranks: %s, logits differ by %g", kept[i].name, pf_error_message(f.model),
+                  diff);
+        free(logits);
+        check_q8_products(&f, kept[i].name);
+        fixture_close(&f);
+    }
+}
+
 /* GPTQ and AWQ 4-bit checkpoints kept in Q4_G blocks by default (a 32 inputs' group scale in fp16,
    its zero, the nibbles: the formats' own dequantization, exactly): transformers' logits of the
    dequantized weights within 1e-4 and its greedy tokens on 1 to 4 ranks (test_fixture_stored; 4
    ranks split llama-gptq-static's groups of 64 at a block's boundary), desc_act false too; the
    weights within 10 % of the file's size (the 4-bit matrices 19 bytes a 32 weights, the embedding
    fp32 as in the file) and below the fp32 expansion by at least 5 times the blocks' bytes (6.7
-   times: 4.75 bits to 32). Act order's permuted groups (llama-gptq) are decoded into fp32 as
-   before: its default takes the expansion's bytes. A rank count that cuts blocks is refused, naming
-   what to do; a scale that is not a finite number is refused. In dtype q8_0 the blocks stay as they
+   times: 4.75 bits to 32). Act order's permuted groups: test_act_order. A rank count that cuts
+   blocks is refused, naming what to do; a scale that is not a finite number is refused. In dtype q8_0 the blocks stay as they
    are (the same bytes on a rank as the default's), multiplied against int8 activations. */
 static void test_q4_g(void) {
     static const char *const kept[] = {"llama-gptq-static", "llama-awq"};
@@ -1563,12 +1616,6 @@ static void test_q4_g(void) {
         size_t blocks = stored_weight_bytes(&f, PF_DTYPE_AUTO), expanded = stored_weight_bytes(&f, PF_DTYPE_F32);
         CHECK_MSG(blocks && expanded >= blocks + 5 * pieces_bytes, "qwen3_moe-gptq32 (%zu bytes of experts in Q4_G): "
                   "weights take %zu bytes by default, %zu in fp32", pieces_bytes, blocks, expanded);
-        fixture_close(&f);
-    }
-    if (!fixture_open("llama-gptq", &f)) {
-        size_t by_default = stored_weight_bytes(&f, PF_DTYPE_AUTO), expanded = stored_weight_bytes(&f, PF_DTYPE_F32);
-        CHECK_MSG(by_default && by_default == expanded, "llama-gptq (act order's permuted groups): %zu bytes by default, "
-                  "%zu in fp32", by_default, expanded);
         fixture_close(&f);
     }
     char dir[] = "/tmp/pf_quantized_XXXXXX";
@@ -1735,7 +1782,8 @@ void test_quantized(void) {
                                         "llama-gptq", "llama-gptq8", "llama-awq", "llama-gptq-static", "qwen3_moe-gptq",
                                         "qwen3_moe-gptq32",
                                         "llama-ct-int4", "llama-ct-int8", "llama-ct-naive", "llama-ct-fp8",
-                                        "gpt_oss-mxfp4", "llama-gptq8-g64", "llama-ct-int8-g64", "llama-ct-int4-ch"};
+                                        "gpt_oss-mxfp4", "llama-gptq8-g64", "llama-ct-int8-g64", "llama-ct-int4-ch",
+                                        "llama-gptq8-act"};
     for (size_t i = 0; i < QUANT_COUNT(names); i++) test_fixture(names[i]);
     /* every expert on every rank, cut by its columns (16 x 16 blocks or groups of 16 of a 48-wide
        expert on 2 and 3 ranks) */
@@ -1788,6 +1836,7 @@ void test_quantized(void) {
     test_quantized_refusals();
     test_mxfp4();
     test_q4_g();
+    test_act_order();
     test_e4m3();
     test_int_blocks();
 }
