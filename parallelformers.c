@@ -32089,9 +32089,9 @@ static int pf__gguf_class_row(const pf__gguf *g, const char *arch) {
 }
 
 /* DeepSeek's (deepseek2's) config beyond the PF_GGUF_CONFIG rows, as llama.cpp reads the file:
-   V3's sigmoid routing or V2's softmax (any other gating is refused); V2 greedy over all experts
-   (llama.cpp scores an expert group by the sum of its best 2, DeepSeek V2's group_limited_greedy by
-   its best: a V2 file with groups is refused); the head widths from the _mla keys (newer files:
+   V3's sigmoid routing or V2's softmax (any other gating is refused); V2 greedy over all experts,
+   or with groups group_limited_greedy as DeepSeek V2 and transformers route (a group scored by its
+   best expert; llama.cpp scores it by the sum of its best 2, V3's way); the head widths from the _mla keys (newer files:
    key_length is kv_lora_rank + the rope width there) or key_length and value_length; no
    q_lora_rank: q_proj; absent routing keys as llama.cpp takes them (no groups, no scale, not
    renormalised), not transformers' V3 defaults; yarn with llama.cpp's yarn_log_multiplier (0.1
@@ -32107,11 +32107,10 @@ static pf_result pf__gguf_mla_config(const pf__gguf *g, const char *arch, pf__to
     if (pf__gguf_get_number(g, PF__MLA_KEY("expert_gating_func"), &v) == 1 && v != 1 && v != 2)
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g is neither softmax (1, DeepSeek V2's) nor "
                           "sigmoid (2, V3's)", g->path, key, v);
-    if (v2 && pf__gguf_get_number(g, PF__MLA_KEY("expert_group_count"), &v) == 1 && v > 1)
-        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s %g with softmax routing: llama.cpp scores a group "
-                          "by its best 2 experts, DeepSeek V2's group_limited_greedy by its best; not read from GGUF: "
-                          "load its safetensors checkpoint", g->path, key, v);
-    if (v2) *bad |= pf__gguf_put(b, ", \"topk_method\": \"greedy\"");
+    if (v2) { /* groups: DeepSeek V2's group_limited_greedy, its group_count and group_used_count keys as n_group, topk_group */
+        int grouped = pf__gguf_get_number(g, PF__MLA_KEY("expert_group_count"), &v) == 1 && v > 1;
+        *bad |= pf__gguf_put(b, grouped ? ", \"topk_method\": \"group_limited_greedy\"" : ", \"topk_method\": \"greedy\"");
+    }
     if (pf__gguf_get_number(g, PF__MLA_KEY("rope.dimension_count"), &rope) != 1 || !(rope >= 2 && rope < 1e6))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: %s is missing or not a width", g->path, key);
     int mla = pf__gguf_get_number(g, PF__MLA_KEY("attention.key_length_mla"), &key_width) == 1;

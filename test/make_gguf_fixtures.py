@@ -49,6 +49,8 @@ writes test/fixtures/gguf/:
                     keys) and without the routing keys (llama.cpp's defaults: no groups, norm or scale)
   deepseek2-v2.gguf  a random DeepSeek V2 (V2-Lite's form: q_proj, softmax routing greedy, scaled)
                     (`make_gguf_fixtures.py deepseek2-v2` writes it alone)
+  deepseek2-v2-groups.gguf  the same with group_limited_greedy over 2 groups of 2 experts, 1 kept
+                    (`make_gguf_fixtures.py deepseek2-v2-groups`)
   cohere2-f32.gguf  the cohere2 fixture (its window and window pattern as keys)
   starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
@@ -1227,11 +1229,13 @@ def deepseek_routing_margin(model, config, ids):
             choice = output[0].float()
         else:
             choice = output[0].float().sigmoid() + module.e_score_correction_bias
-        group = choice.view(-1, groups, per).topk(2, dim=-1).values.sum(-1).sort(-1, descending=True).values
+        best = 1 if type(module).__name__ == "DeepseekV2TopkRouter" else 2  # a group's score: its best 1 (V2) or 2 (V3)
+        score = choice.view(-1, groups, per).topk(best, dim=-1).values.sum(-1)
+        group = score.sort(-1, descending=True).values
         if config.topk_group < groups:
             margins.append(float((group[:, config.topk_group - 1] - group[:, config.topk_group]).min()))
         kept = group[:, config.topk_group - 1:config.topk_group]
-        in_kept = choice.view(-1, groups, per).topk(2, dim=-1).values.sum(-1) >= kept
+        in_kept = score >= kept
         masked = choice.masked_fill(~in_kept.repeat_interleave(per, dim=-1), float("-inf")).sort(-1, descending=True).values
         gap = masked[:, config.num_experts_per_tok - 1] - masked[:, config.num_experts_per_tok]
         if torch.isfinite(gap).all():
@@ -1246,7 +1250,7 @@ def deepseek_routing_margin(model, config, ids):
     return min(margins)
 
 
-def write_deepseek(lines, older=False, v2=False):
+def write_deepseek(lines, older=False, v2=False, groups=False):
     """DeepSeek V3 as llama.cpp's converter writes it (general.architecture deepseek2): multi-head
     latent attention with q_lora (kv_b split into k_b, transposed, and v_b, key_length kv_lora_rank +
     rope width, the widths in the _mla keys), a dense first layer, then 4 experts (2 a token, sigmoid
@@ -1257,12 +1261,16 @@ def write_deepseek(lines, older=False, v2=False):
     without q_lora (q_proj) whose file leaves out the group, weight-norm and weight-scale keys
     (llama.cpp then neither limits groups, renormalises nor scales: the reference's config says so).
     v2: DeepSeek V2 (V2-Lite's form: no q_lora, softmax routing greedy over one group, not
-    renormalised, here x2 to show the scale), as newer converters write it."""
+    renormalised, here x2 to show the scale), as newer converters write it; with groups, V2's
+    group_limited_greedy (2 groups of 2 experts, 1 kept, a group scored by its best expert, as
+    DeepSeek V2 and transformers route; llama.cpp scores a group by its best 2)."""
     from transformers import DeepseekV2Config, DeepseekV2ForCausalLM, DeepseekV3Config, DeepseekV3ForCausalLM
-    torch.manual_seed(55 if v2 else 51 if older else 50)  # 50 gave the older file's choices a margin of 0.0497
+    torch.manual_seed(57 if groups else 55 if v2 else 51 if older else 50)  # 50 gave the older file's choices a margin of 0.0497
     if v2:
         config_class, model_class = DeepseekV2Config, DeepseekV2ForCausalLM
-        routing = dict(n_group=1, topk_group=1, topk_method="greedy", routed_scaling_factor=2.0, norm_topk_prob=False)
+        routing = dict(n_group=2, topk_group=1, topk_method="group_limited_greedy", routed_scaling_factor=2.0,
+                       norm_topk_prob=False) if groups else \
+            dict(n_group=1, topk_group=1, topk_method="greedy", routed_scaling_factor=2.0, norm_topk_prob=False)
     else:
         config_class, model_class = DeepseekV3Config, DeepseekV3ForCausalLM
         routing = dict(n_group=1, topk_group=1, routed_scaling_factor=1.0, norm_topk_prob=False) if older else \
@@ -1289,7 +1297,7 @@ def write_deepseek(lines, older=False, v2=False):
             if n.endswith("e_score_correction_bias"):
                 b.copy_(0.5 * torch.randn_like(b))
     state = {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
-    name = "deepseek2-v2" if v2 else "deepseek2-v3-older" if older else "deepseek2-v3"
+    name = "deepseek2-v2-groups" if groups else "deepseek2-v2" if v2 else "deepseek2-v3-older" if older else "deepseek2-v3"
     path = OUT / f"{name}.gguf"
     w = GGUFWriter(str(path), "deepseek2")
     w.add_block_count(config.num_hidden_layers)
@@ -1349,6 +1357,11 @@ def write_deepseek(lines, older=False, v2=False):
     reference = deepseek_from_gguf(path, config, model_class)
     margin = deepseek_routing_margin(reference, config, ids)
     assert margin > 0.05, f"{name}: choices only {margin} apart"
+    if groups:  # the group limit changes what the file computes
+        greedy = deepseek_from_gguf(path, config_class(**{**config.to_dict(), "topk_method": "greedy"}), model_class)
+        with torch.no_grad():
+            apart = (greedy(torch.tensor([ids])).logits - reference(torch.tensor([ids])).logits).abs().max()
+        assert apart > 1e-2, f"{name}: routing without the group limit moves the logits by only {apart}"
     lines.append(reference_line(name, reference, ids, 2))
 
 
@@ -1856,6 +1869,7 @@ def main():
     write_deepseek(lines)
     write_deepseek(lines, older=True)
     write_deepseek(lines, v2=True)
+    write_deepseek(lines, v2=True, groups=True)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
@@ -1880,8 +1894,11 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["gpt-oss"]:  # this one alone
         update_one(write_gpt_oss)
     elif sys.argv[1:] == ["deepseek2"]:
-        update_one(lambda lines: (write_deepseek(lines), write_deepseek(lines, older=True), write_deepseek(lines, v2=True)))
+        update_one(lambda lines: (write_deepseek(lines), write_deepseek(lines, older=True), write_deepseek(lines, v2=True),
+                                  write_deepseek(lines, v2=True, groups=True)))
     elif sys.argv[1:] == ["deepseek2-v2"]:
         update_one(lambda lines: write_deepseek(lines, v2=True))
+    elif sys.argv[1:] == ["deepseek2-v2-groups"]:
+        update_one(lambda lines: write_deepseek(lines, v2=True, groups=True))
     else:
         main()

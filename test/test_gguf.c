@@ -953,13 +953,11 @@ static void gguf_check_bad_files(void) {
     /* an architecture we do not read names those we do */
     gguf_expect_renamed("starcoder-f32.gguf", "starcoder", "starcodex", PF_ERROR_UNSUPPORTED,
                         "\"starcodex\" is not supported (these are: llama, gpt2,");
-    /* deepseek2's routing is softmax (V2) or sigmoid (V3); V2's groups are not read; the gating
+    /* deepseek2's routing is softmax (V2) or sigmoid (V3); the gating
        tells the versions apart, so a V3 file read as V2 has a tensor no V2 slot takes, and a V2 file
        read as V3 lacks V3's choice bias; k_b needs its v_b */
     gguf_expect_uint32_patch("deepseek2-v3.gguf", "deepseek2.expert_gating_func", 3, PF_ERROR_UNSUPPORTED,
                              "deepseek2.expert_gating_func 3 is neither softmax (1, DeepSeek V2's) nor sigmoid");
-    gguf_expect_uint32_patch("deepseek2-v2.gguf", "deepseek2.expert_group_count", 2, PF_ERROR_UNSUPPORTED,
-                             "deepseek2.expert_group_count 2 with softmax routing: llama.cpp scores a group");
     gguf_expect_uint32_patch("deepseek2-v3-older.gguf", "deepseek2.expert_gating_func", 1, PF_ERROR_UNSUPPORTED,
                              "'model.layers.1.mlp.gate.e_score_correction_bias' is not used by model_type \"deepseek_v2\"");
     gguf_expect_uint32_patch("deepseek2-v2.gguf", "deepseek2.expert_gating_func", 2, PF_ERROR_FORMAT,
@@ -984,7 +982,7 @@ void test_gguf(void) {
         if (!next) break;
         line = next;
     }
-    CHECK_MSG(lines == 46, "%s: %d fixtures", path, lines);
+    CHECK_MSG(lines == 47, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
     gguf_check_blocks_memory("llama-quant.gguf");
