@@ -278,7 +278,8 @@ $(STANDIN)/test_mpi: test/test_mpi.c test/test_util.c test/test.h test/testing_h
 
 # make bench-mpi: the 1B LLaMA shape (the checkpoint build/bench writes, f32 weights) with its ranks
 # in 2 processes x 1 rank against 1 process x 2 ranks, and in 2 pipeline stages; prefill of
-# BENCH_MPI_PROMPT tokens and greedy decode (examples/bench_mpi.c, one table row each).
+# BENCH_MPI_PROMPT tokens and greedy decode (examples/bench_mpi.c, one table row each); then 4
+# requests at once from process 0's threads, tensor parallel and in 2 stages (micro-batches).
 BENCH_MPI_PROMPT ?= 128
 BENCH_MPI_ARGS   ?= --prompt $(BENCH_MPI_PROMPT) --new 32 --runs 3
 BENCH_MPI_MODEL  := $${TMPDIR:-/tmp}/parallelformers-bench/llama-1b-f32-seed1234
@@ -294,6 +295,11 @@ bench-mpi:
 	@$(MPIRUN) $(MPIRUN_FLAGS) -np 1 build/mpi/bench_mpi $(BENCH_MPI_MODEL) 2 $(BENCH_MPI_ARGS)
 	@$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/bench_mpi $(BENCH_MPI_MODEL) 1 $(BENCH_MPI_ARGS)
 	@$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/bench_mpi $(BENCH_MPI_MODEL) 1 $(BENCH_MPI_ARGS) --stages 2
+	@echo "| processes x ranks | requests x prompt + new | tok/s, all requests |"
+	@echo "|---|---|---|"
+	@$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/bench_mpi $(BENCH_MPI_MODEL) 1 --prompt 16 --new 16 --runs 3 --requests 4
+	@$(MPIRUN) $(MPIRUN_FLAGS) -np 2 build/mpi/bench_mpi $(BENCH_MPI_MODEL) 1 --prompt 16 --new 16 --runs 3 --requests 4 \
+	    --stages 2
 
 # examples/mpi_generate.c: text from ranks in several processes (MPI=1 builds only).
 $(BUILD)/mpi_generate: examples/mpi_generate.c $(BUILD)/libparallelformers.a
@@ -318,6 +324,7 @@ test-mpi:
 	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 1 --stages 3
 	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 2 --stages 3
 	$(MPI_TEST_RUN) -np 2 build/mpi/test_mpi test/fixtures 1 --stages 2 --driven
+	$(MPI_TEST_RUN) -np 3 build/mpi/test_mpi test/fixtures 1 --stages 3 --driven
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --driven
 	MPIRUN="$(MPIRUN) $(MPIRUN_FLAGS)" test/test_mpi_kill.sh build/mpi/test_mpi test/fixtures --stages 2

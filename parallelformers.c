@@ -2328,6 +2328,15 @@ typedef struct pf__job {
     int chunk_positions;  /* FORWARD, decoders in pipeline stages (pf__forward_in_chunks): > 0 runs the
                              step's positions in chunks of this many within this one job, so that a
                              stage starts the next chunk while the stages after it work on this one */
+    const int *stage_rows; /* FORWARD, a decode step of micro-batches (pipeline stages; the batcher's
+                             groups): host [stages][2], stage s's rows this job (0: none) and their
+                             past; the step's rows are stage 0's, then stage 1's, ... Stage s > 0 runs
+                             the rows stage s - 1 ran in the job before, from the hidden state it sent
+                             then (kept across the job's end), so every stage works at once; the
+                             outputs (logits, tokens, candidates) are the last stage's rows'. NULL: a
+                             step through every stage in turn */
+    int hidden_across_jobs; /* set on a rank's share of a stage_rows job (pf__rank_forward): its hidden
+                             state comes from the job before and goes to the next one */
 } pf__job;
 #ifdef PF_TESTING
 extern int pf_testing_check_device_choices;
@@ -2485,8 +2494,9 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
 PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size);
 PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size);
 PF_PRIVATE void pf__mpi_group_ready(pf__group *g);
-PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count);
-PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count);
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count, int across_jobs);
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count, int across_jobs);
+PF_PRIVATE void pf__mpi_stage_sent(pf__rank *leader);
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size);
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
@@ -2576,6 +2586,9 @@ typedef struct pf__host_outputs {
     int num_by_first_rank;
 } pf__host_outputs;
 PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf__host_outputs *out);
+/* The rows of a decoder step's outputs (logits, tokens, candidates): each sequence's last, or the
+   last stage's rows of a job of micro-batches (job->stage_rows). */
+PF_PRIVATE int pf__job_output_rows(const pf__group *g, const pf__job *job);
 PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
 
 /* ---- src/ranks.c ---- */
@@ -2838,6 +2851,7 @@ typedef struct pf__batch_request {
     int32_t *delivered;            /* [num_rows]: the last step's token of each row live in it, or -1 */
     int to_deliver;                /* delivered holds tokens not streamed yet */
     int stop_asked;                /* the callback returned nonzero: the request ends, its results so far */
+    int micro_group;               /* its group of the micro-batches (pipeline stages), while they run */
     struct pf__batch_request *next;
 } pf__batch_request;
 
@@ -2847,6 +2861,8 @@ struct pf__batcher {
     pthread_cond_t streamed;       /* a caller streamed its request's tokens, or a request arrived */
     unsigned long arrived;         /* requests queued so far */
     unsigned long admission_seen;  /* `arrived` when admission last looked at the queue */
+    unsigned long ended;           /* requests ended so far */
+    unsigned long admission_blocked; /* arrived + ended when the queue's head last did not fit */
     pthread_t thread;
     int stopping;
     pf__batch_request *queue, *running;
@@ -2859,6 +2875,15 @@ struct pf__batcher {
     pf__choice *candidates;        /* a sampled step's top-k candidates, [num_ranks][rows][per_row] */
     size_t candidates_cap;         /* its room, grown to the most a step asked */
     pf__device_choice choice;      /* what the step's forward leaves instead of the logits */
+    /* micro-batches (pipeline stages: pf__batch_micro_step): the running requests in groups, each
+       at a clock of its own, whose steps enter the first stage in turn while the later stages work
+       on the groups that entered before */
+    int micro;                     /* the requests run in groups now */
+    int groups;                    /* how many (up to the stages) */
+    int *group_clock;              /* [stages]: the cache position of each group's next step */
+    unsigned char *group_busy;     /* [stages]: its step is in the stages */
+    int *stage_group;              /* [stages]: the group each stage ran in the last job, or -1 */
+    int *stage_rows;               /* [stages][2]: the job's (pf__job.stage_rows) */
 };
 PF_PRIVATE void pf__batcher_stop(pf_model *m);
 
@@ -20314,6 +20339,10 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
 /* Test hook: nonzero makes a follower's next step fail before its ranks start (as when it has no
    memory for the step's outputs); reset once used. */
 int pf_testing_follower_refuses = 0;
+/* Test hook, on process 0 of a driven group: {process, rank, countdown} with process > 0 sets
+   that follower's pf_testing_fail_rank and pf_testing_fail_countdown with the next step it gets
+   (a failure at a point process 0 chooses, e.g. once micro-batches run); reset once sent. */
+int pf_testing_follower_fail[3] = {0, -1, 0};
 #endif
 
 #ifdef PF_MPI
@@ -20331,6 +20360,7 @@ typedef struct pf__mpi_call {
     int all_positions, encoder_pass, reorder_count, reorder_cross;
     int chunk_positions;
     int check_device_choices; /* test builds: process 0's pf_testing_check_device_choices */
+    int fail_process, fail_rank, fail_countdown; /* test builds: pf_testing_follower_fail, once */
     unsigned present;
     uint64_t candidates_per_row;
 } pf__mpi_call;
@@ -20340,8 +20370,9 @@ typedef struct pf__mpi_call {
     X(3, step.type_ids, const int32_t *) X(4, step.cross_pad, const int *) X(5, step.features, const float *)         \
     X(6, step.patches, const float *) X(7, step.cache_rows, const int *) X(8, pool_at, const int *)                   \
     X(9, reorder_dst, const int *) X(10, reorder_src, const int *) X(11, step.box_rows, const int32_t *)               \
-    X(12, step.global_tokens, const int32_t *) X(13, step.regions, const float *) X(14, step.num_regions, const int *)
-#define PF__CALL_NUM_INPUTS 15
+    X(12, step.global_tokens, const int32_t *) X(13, step.regions, const float *) X(14, step.num_regions, const int *) \
+    X(15, stage_rows, const int *)
+#define PF__CALL_NUM_INPUTS 16
 #define PF__CALL_OUTPUT_FIELDS(X)                                                                                    \
     X(0, logits, float *) X(1, hidden, float *) X(2, pooled, float *) X(3, embeds, float *) X(4, tokens, int32_t *)   \
     X(5, candidates, pf__choice *)
@@ -20365,7 +20396,7 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
                                             N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
                                             B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int),
                                             PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)cf->visual_embedding_dim * f,
-                                            B * sizeof(int)};
+                                            B * sizeof(int), (size_t)g->stages * 2 * sizeof(int)};
     size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
                                           rows * i4, (size_t)g->world_ranks * rows * c->candidates_per_row * sizeof(pf__choice)};
     memcpy(in, sizes_in, sizeof sizes_in);
@@ -20379,6 +20410,8 @@ typedef struct pf__mpi_verdict {
     int code;       /* pf_result */
     int propagated; /* it failed because another process did */
     int lost;       /* a process it gave up on (the group is lost: pf__mpi_lose), or -1 */
+    unsigned long long stage_sent; /* hidden states it sent the next stage across jobs so far */
+    int micro_batches; /* the job was a step of micro-batches (job.stage_rows) */
     char message[PF__MESSAGE_SIZE];
 } pf__mpi_verdict;
 
@@ -20408,6 +20441,14 @@ struct pf__mpi {
     int stage_processes;          /* processes in each pipeline stage (all of them with one stage) */
     int stage_first_process;      /* this process's stage's first */
     int last_stage_first_process; /* the last stage's first: the outputs' roots */
+    /* Micro-batches (job.stage_rows): a hidden state sent to the next stage in one job and received
+       there in the next, on a communicator of its own, which the job's end does not drain. A
+       failed job drops those in flight (pf__mpi_drop_stage_states). */
+    MPI_Comm stage_comm;
+    float *stage_out;             /* the last one sent, until it is received */
+    size_t stage_out_floats;
+    MPI_Request stage_request;    /* its send; MPI_REQUEST_NULL when none waits */
+    unsigned long long stage_sent, stage_received; /* so far, to the next stage and from the one before */
     int process_0_drives;         /* asked (every process alike) */
     int driven;                   /* process_0_drives, once the group is set up: CALLs flow */
     int following;                /* a follower inside pf_follow */
@@ -20452,6 +20493,8 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
         return PF_ERROR_DEVICE;
     }
     g->mpi = p;
+    p->stage_comm = MPI_COMM_NULL;
+    p->stage_request = MPI_REQUEST_NULL;
     MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN); /* a failed call is an error, not an abort */
     MPI_Comm_rank(p->comm, &p->process);
     MPI_Comm_size(p->comm, &p->processes);
@@ -20492,6 +20535,8 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
                          "pipeline_stages %d does not divide the %d processes (every stage has as many)", stages,
                          p->processes);
     free(counts);
+    if (!res && stages > 1 && pf__mpi_failed(MPI_Comm_dup(p->comm, &p->stage_comm), error, error_size, "MPI_Comm_dup"))
+        res = PF_ERROR_DEVICE;
     if (res) return res;
     /* stage s: processes s x stage_processes on, layers s x layers / stages on; its ranks are the
        world of the collectives */
@@ -20522,7 +20567,17 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
         quit.kind = PF__JOB_QUIT;
         for (int q = 1; q < p->processes; q++) MPI_Send(&quit, (int)sizeof quit, MPI_BYTE, q, PF__TAG_CALL, p->comm);
     }
+    if (!finalized && p->stage_request != MPI_REQUEST_NULL) { /* received by now, unless a failure dropped it */
+        int done = 0;
+        MPI_Test(&p->stage_request, &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            MPI_Cancel(&p->stage_request);
+            MPI_Request_free(&p->stage_request);
+        }
+    }
+    if (!finalized && p->stage_comm != MPI_COMM_NULL) MPI_Comm_free(&p->stage_comm);
     if (!finalized) MPI_Comm_free(&p->comm);
+    free(p->stage_out);
     free(p->call);
     for (int i = 0; i < PF__CALL_OUTPUTS; i++) free(p->outputs[i]);
     free(p->gathered);
@@ -20578,10 +20633,10 @@ static int pf__mpi_pause(struct pf__mpi *p, int spins, const struct timespec *st
     return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) * 1e-9 > patience * p->timeout_s;
 }
 
-/* MPI_Probe of the next message from one of processes [first, end) (not this one, nor those
-   skip marks), in bounded time: *late is then the process given up (the first of them, which sent
-   nothing; or the one a LOST notice names), else -1. */
-static int pf__mpi_probe(struct pf__mpi *p, int first, int end, const unsigned char *skip, int patience,
+/* MPI_Probe of the next message on comm (the group's, or its stage_comm) from one of processes
+   [first, end) (not this one, nor those skip marks), in bounded time: *late is then the process
+   given up (the first of them, which sent nothing; or the one a LOST notice names), else -1. */
+static int pf__mpi_probe(struct pf__mpi *p, MPI_Comm comm, int first, int end, const unsigned char *skip, int patience,
                          MPI_Status *probed, int *late) {
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
@@ -20590,7 +20645,7 @@ static int pf__mpi_probe(struct pf__mpi *p, int first, int end, const unsigned c
         int waited_for = -1;
         for (int q = first; q < end; q++) {
             if (q == p->process || (skip && skip[q])) continue;
-            int found = 0, status = MPI_Iprobe(q, MPI_ANY_TAG, p->comm, &found, probed);
+            int found = 0, status = MPI_Iprobe(q, MPI_ANY_TAG, comm, &found, probed);
             if (status != MPI_SUCCESS) return status;
             if (found && probed->MPI_TAG == PF__TAG_LOST) {
                 status = pf__mpi_receive_lost(p, probed);
@@ -20723,7 +20778,7 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
     for (int q = first; q < end && status == MPI_SUCCESS && late < 0; q++) {
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
             MPI_Status probed;
-            status = pf__mpi_probe(p, q, q + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
+            status = pf__mpi_probe(p, p->comm, q, q + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
             if (status != MPI_SUCCESS || late >= 0) break;
             if (probed.MPI_TAG == PF__TAG_END) {
                 status = pf__mpi_receive_end(p, q);
@@ -20767,20 +20822,53 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
     return p->world_in;
 }
 
+/* Waits, in bounded time, for the last hidden state sent across jobs to be received (the next stage
+   takes it in the job after the one that sent it). Returns the MPI status; *late: as
+   pf__mpi_wait_requests's. */
+static int pf__mpi_wait_stage_out(struct pf__mpi *p, int patience, int *late) {
+    *late = -1;
+    if (p->stage_request == MPI_REQUEST_NULL) return MPI_SUCCESS;
+    p->requests[0] = p->stage_request;
+    p->request_peer[0] = p->process + p->stage_processes;
+    int status = pf__mpi_wait_requests(p, 1, patience, late);
+    p->stage_request = p->requests[0]; /* MPI_REQUEST_NULL once complete */
+    return status;
+}
+
 /* Pipeline stages, on the leader (the process's rank 0): the hidden state x (count floats) to the
    process at this one's place in the next stage, waited for until sent: that process receives it
-   (or, failed, drains it at the job's end; lost, it does neither within the timeout). */
-PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
+   (or, failed, drains it at the job's end; lost, it does neither within the timeout). across_jobs
+   (micro-batches): that process takes it in the next job, so it is copied and left in flight, on
+   the stage communicator, once the one sent before it was received. */
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count, int across_jobs) {
     struct pf__mpi *p = leader->group->mpi;
     char message[PF__MESSAGE_SIZE];
     if (count > INT_MAX) {
         pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: a hidden state of %zu floats exceeds one message", count);
         return;
     }
-    int to = p->process + p->stage_processes, late = -1;
-    p->request_peer[0] = to;
-    int status = MPI_Isend(x, (int)count, MPI_FLOAT, to, PF__TAG_DATA, p->comm, &p->requests[0]);
-    if (status == MPI_SUCCESS) status = pf__mpi_wait_requests(p, 1, PF__PATIENCE_IN_JOB, &late);
+    int to = p->process + p->stage_processes, late = -1, status = MPI_SUCCESS;
+    if (across_jobs) {
+        status = pf__mpi_wait_stage_out(p, PF__PATIENCE_IN_JOB, &late);
+        if (status == MPI_SUCCESS && late < 0 && count > p->stage_out_floats) {
+            float *grown = (float *)realloc(p->stage_out, count * sizeof(float));
+            if (!grown) {
+                pf__rank_fail(leader, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a hidden state");
+                return;
+            }
+            p->stage_out = grown;
+            p->stage_out_floats = count;
+        }
+        if (status == MPI_SUCCESS && late < 0) {
+            memcpy(p->stage_out, x, count * sizeof(float));
+            status = MPI_Isend(p->stage_out, (int)count, MPI_FLOAT, to, PF__TAG_DATA, p->stage_comm, &p->stage_request);
+            if (status == MPI_SUCCESS) p->stage_sent++;
+        }
+    } else {
+        p->request_peer[0] = to;
+        status = MPI_Isend(x, (int)count, MPI_FLOAT, to, PF__TAG_DATA, p->comm, &p->requests[0]);
+        if (status == MPI_SUCCESS) status = pf__mpi_wait_requests(p, 1, PF__PATIENCE_IN_JOB, &late);
+    }
     if (late >= 0) {
         pf__mpi_lose(p, late, "to send it the hidden state", 1);
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
@@ -20788,15 +20876,33 @@ PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t coun
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
 }
 
+/* Micro-batches, on the leader of a stage before the last, as a job begins: waits until the next
+   stage took the hidden state this one sent in the job before (it does so first thing). Without
+   this the transfer of a state larger than MPI's eager limit could wait for this process's next
+   MPI call, after its whole step, and the stages would run one after another again. */
+PF_PRIVATE void pf__mpi_stage_sent(pf__rank *leader) {
+    struct pf__mpi *p = leader->group->mpi;
+    char message[PF__MESSAGE_SIZE];
+    int late = -1, status = pf__mpi_wait_stage_out(p, PF__PATIENCE_IN_JOB, &late);
+    if (late >= 0) {
+        pf__mpi_lose(p, late, "for it to take the hidden state", 0);
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
+    } else if (pf__mpi_failed(status, message, sizeof message, "sending the hidden state to the next stage")) {
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
+    }
+}
+
 /* Pipeline stages, on the leader: the hidden state x (count floats) from the process at this one's
    place in the stage before; the leader fails when that process ended the job instead (its
-   verdict), sent another size (different requests) or MPI failed. */
-PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
+   verdict), sent another size (different requests) or MPI failed. across_jobs (micro-batches): the
+   one it sent in the job before, on the stage communicator. */
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count, int across_jobs) {
     struct pf__mpi *p = leader->group->mpi;
     int from = p->process - p->stage_processes, sent = 0, late = -1;
+    MPI_Comm comm = across_jobs ? p->stage_comm : p->comm;
     char message[PF__MESSAGE_SIZE];
     MPI_Status probed;
-    int status = pf__mpi_probe(p, from, from + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
+    int status = pf__mpi_probe(p, comm, from, from + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
     if (late >= 0) {
         pf__mpi_lose(p, late, "for its hidden state", 0);
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
@@ -20817,7 +20923,8 @@ PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) 
                           count);
             return;
         }
-        status = MPI_Recv(x, (int)count, MPI_FLOAT, from, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+        status = MPI_Recv(x, (int)count, MPI_FLOAT, from, PF__TAG_DATA, comm, MPI_STATUS_IGNORE);
+        if (status == MPI_SUCCESS && across_jobs) p->stage_received++;
     }
     if (pf__mpi_failed(status, message, sizeof message, "receiving the hidden state from the stage before"))
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
@@ -20833,7 +20940,7 @@ static int pf__mpi_drain(struct pf__mpi *p, int *late) {
         MPI_Status probed;
         int bytes = 0, status = MPI_SUCCESS;
         while (status == MPI_SUCCESS) { /* DATA, until END */
-            status = pf__mpi_probe(p, 0, p->processes, p->ended, PF__PATIENCE_JOB_END, &probed, late);
+            status = pf__mpi_probe(p, p->comm, 0, p->processes, p->ended, PF__PATIENCE_JOB_END, &probed, late);
             if (status != MPI_SUCCESS || *late >= 0) return status;
             int q = probed.MPI_SOURCE;
             if (probed.MPI_TAG == PF__TAG_END) {
@@ -20854,6 +20961,33 @@ static int pf__mpi_drain(struct pf__mpi *p, int *late) {
     return MPI_SUCCESS;
 }
 
+/* After a step of micro-batches every process knows failed: the hidden states in flight across jobs
+   are dropped, as the batcher ends the requests whose steps they carry. This process receives
+   what the stage before sent that it did not take (that process's END counts them), then waits
+   until the next stage took what this one sent. In bounded time: *late is then the process given up. */
+static int pf__mpi_drop_stage_states(struct pf__mpi *p, int *late) {
+    int from = p->process - p->stage_processes, status = MPI_SUCCESS;
+    *late = -1;
+    if (p->stage_comm == MPI_COMM_NULL) return MPI_SUCCESS;
+    while (from >= 0 && p->stage_received < p->verdicts[from].stage_sent) {
+        MPI_Status probed;
+        int bytes = 0;
+        status = pf__mpi_probe(p, p->stage_comm, from, from + 1, NULL, PF__PATIENCE_JOB_END, &probed, late);
+        if (status != MPI_SUCCESS || *late >= 0) return status;
+        MPI_Get_count(&probed, MPI_BYTE, &bytes);
+        if ((size_t)bytes > p->drain_bytes) {
+            char *grown = (char *)realloc(p->drain, (size_t)bytes);
+            if (!grown) return MPI_ERR_NO_MEM;
+            p->drain = grown;
+            p->drain_bytes = (size_t)bytes;
+        }
+        status = MPI_Recv(p->drain, bytes, MPI_BYTE, from, probed.MPI_TAG, p->stage_comm, MPI_STATUS_IGNORE);
+        if (status != MPI_SUCCESS) return status;
+        p->stage_received++;
+    }
+    return pf__mpi_wait_stage_out(p, PF__PATIENCE_JOB_END, late);
+}
+
 /* On the caller's thread, after this process's ranks ended the job (local: their first error, its
    text in message): sends END to every other process and receives theirs. Returns the job's result
    on every process alike: the first process's own failure (not one it took from another), with its
@@ -20865,6 +20999,8 @@ PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *messag
     mine->code = (int)local;
     mine->propagated = p->peer_failed;
     mine->lost = p->lost;
+    mine->stage_sent = p->stage_sent;
+    mine->micro_batches = g->job.kind == PF__JOB_FORWARD && g->job.stage_rows;
     snprintf(mine->message, sizeof mine->message, "%s", p->lost >= 0 ? p->lost_message : local ? message : "");
     int sends = 0, status = MPI_SUCCESS, late = -1;
     for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
@@ -20891,6 +21027,18 @@ PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *messag
         if (v->code && (first < 0 || (p->verdicts[first].propagated && !v->propagated))) first = q;
     }
     if (first < 0) return PF_OK;
+    /* a failed step of micro-batches ends the batcher's requests: the hidden states in the stages go
+       too (process 0 knows the job: a follower that could not start it may not); after another job
+       (a failed LOGITS job between micro-batches) they are kept for the next step */
+    if (p->verdicts[0].micro_batches) status = pf__mpi_drop_stage_states(p, &late);
+    if (late >= 0) {
+        pf__mpi_lose(p, late, "for the hidden states a failed job left", 0);
+        return pf__format(message, message_size, PF_ERROR_DEVICE, "%s", p->lost_message);
+    }
+    if (status != MPI_SUCCESS) {
+        pf__mpi_failed(status, message, message_size, "dropping the hidden states a failed job left");
+        return PF_ERROR_DEVICE;
+    }
     const pf__mpi_verdict *v = &p->verdicts[first];
     char text[PF__MESSAGE_SIZE];
     snprintf(text, sizeof text, "%s", v->message);
@@ -21007,6 +21155,8 @@ static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__jo
     c.kind = (int)kind;
 #ifdef PF_TESTING
     c.check_device_choices = pf_testing_check_device_choices;
+    c.fail_process = __atomic_exchange_n(&pf_testing_follower_fail[0], 0, __ATOMIC_ACQ_REL); /* set by a test's thread */
+    c.fail_rank = pf_testing_follower_fail[1], c.fail_countdown = pf_testing_follower_fail[2];
 #endif
     if (job) {
         c.batch = job->step.batch, c.seq_len = job->step.seq_len, c.past = job->step.past, c.cross_len = job->step.cross_len;
@@ -21188,6 +21338,7 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
         }
 #ifdef PF_TESTING
         pf_testing_check_device_choices = c.check_device_choices;
+        if (c.fail_process == p->process) pf_testing_fail_rank = c.fail_rank, pf_testing_fail_countdown = c.fail_countdown;
 #endif
         p->following = 1;
         *which = i;
@@ -21226,12 +21377,13 @@ PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf
     return PF_OK;
 }
 PF_PRIVATE void pf__mpi_group_ready(pf__group *g) { (void)g; }
-PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
-    (void)x, (void)count;
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count, int across_jobs) {
+    (void)x, (void)count, (void)across_jobs;
     pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
 }
-PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
-    (void)x, (void)count;
+PF_PRIVATE void pf__mpi_stage_sent(pf__rank *leader) { pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI"); }
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count, int across_jobs) {
+    (void)x, (void)count, (void)across_jobs;
     pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
 }
 #ifdef PF_CUDA
@@ -27524,6 +27676,8 @@ typedef struct pf__tower {
     int cross;               /* 1: its blocks attend to the encoder's output after their own attention */
     pf__slot token_embed, positions, token_types, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
     const float *rel_bias;   /* the rank's table, or NULL */
+    int across_jobs;         /* pipeline stages, micro-batches: the hidden state comes from the stage
+                                before's previous job and goes on to the next stage's next job */
 } pf__tower;
 
 static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
@@ -27541,6 +27695,7 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
     t.rel_bias = split && encoder ? r->enc_rel_bias : r->rel_bias;
+    t.across_jobs = 0;
     if (!encoder && r->group->stages > 1) { /* pipeline stages (decoders): this stage's layers */
         t.first_block = r->group->stage_first_layer;
         t.end_block = r->group->stage_end_layer;
@@ -28314,10 +28469,10 @@ static int pf__rank_last_stage(const pf__rank *r) { return r->group->stage == r-
 
 /* Pipeline stages: x (count floats) from the stage before, which the process's rank 0 receives and
    the others copy (a barrier before, so that it has arrived, and after, so that rank 0 changes it
-   only once all have it). */
-static void pf__rank_stage_receive(pf__rank *r, size_t count) {
+   only once all have it). across_jobs: the stage before sent it in the job before (micro-batches). */
+static void pf__rank_stage_receive(pf__rank *r, size_t count, int across_jobs) {
     pf__group *g = r->group;
-    if (r->index == 0) pf__mpi_stage_receive(r, r->x, count);
+    if (r->index == 0) pf__mpi_stage_receive(r, r->x, count, across_jobs);
     if (pf__barrier(g)) return;
     if (r->index != 0) r->backend->upload(r, r->x, g->ranks[0].x, count * sizeof(float)); /* CPU ranks: host memory */
     pf__barrier(g);
@@ -28412,7 +28567,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     }
     int staged = r->group->stages > 1;
     if (staged && r->group->stage > 0) {
-        pf__rank_stage_receive(r, N * d);
+        pf__rank_stage_receive(r, N * d, t->across_jobs);
     } else {
         pf__rank_embed(r, s, t);
         if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
@@ -28425,7 +28580,8 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
         else pf__rank_block(r, s, t, l, &shape, &residual);
     }
     if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
-    if (staged && !pf__rank_last_stage(r) && r->index == 0 && !pf__rank_failed(r)) pf__mpi_stage_send(r, r->x, N * d);
+    if (staged && !pf__rank_last_stage(r) && r->index == 0 && !pf__rank_failed(r))
+        pf__mpi_stage_send(r, r->x, N * d, t->across_jobs);
 }
 
 /* x = the tower's final norm of x, where it has one (pre-norm towers). */
@@ -28478,9 +28634,10 @@ static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job)
    each sequence's last), or x itself. */
 static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
-    const pf__tower t = pf__tower_of(r, 0);
+    pf__tower t = pf__tower_of(r, 0);
     size_t d = (size_t)r->group->model->config.hidden_size;
     size_t rows = job->all_positions ? (size_t)s->batch * s->seq_len : (size_t)s->batch;
+    t.across_jobs = job->hidden_across_jobs;
     pf__rank_tower(r, s, &t);
     if (pf__rank_failed(r) || !pf__rank_last_stage(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
     /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
@@ -28895,6 +29052,26 @@ static void pf__rank_forward_chunks(pf__rank *r, const pf__job *job) {
     free(ids);
 }
 
+/* A decode step of micro-batches (job->stage_rows): this stage's rows alone, at their place in the
+   step's arrays and at their own past, as a step of its own whose hidden state crosses jobs. */
+static void pf__rank_forward_stage_rows(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    int first = 0;
+    for (int s = 0; s < g->stage; s++) first += job->stage_rows[2 * s];
+    pf__job mine = *job;
+    mine.stage_rows = NULL;
+    mine.hidden_across_jobs = 1;
+    mine.step.batch = job->stage_rows[2 * g->stage];
+    mine.step.past = job->stage_rows[2 * g->stage + 1];
+    /* the state sent in the job before goes first: the next stage takes it now, and waits for it */
+    if (r->index == 0 && g->stage < g->stages - 1) pf__mpi_stage_sent(r);
+    if (!mine.step.batch || pf__rank_failed(r)) return; /* the pipeline fills or empties: nothing in this stage */
+    mine.step.ids = job->step.ids + first; /* one position a row */
+    if (job->step.pad) mine.step.pad = job->step.pad + first;
+    if (job->step.cache_rows) mine.step.cache_rows = job->step.cache_rows + first;
+    pf__rank_forward(r, &mine);
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -28903,6 +29080,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     if (job->chunk_positions) {
         pf__rank_forward_chunks(r, job);
+        return;
+    }
+    if (job->stage_rows) {
+        pf__rank_forward_stage_rows(r, job);
         return;
     }
     if (r->backend->prepare) r->backend->prepare(r, s);
@@ -29092,6 +29273,10 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
         be->download(r, job->logits, r->head_out, B * labels * sizeof(float));
     }
 }
+PF_PRIVATE int pf__job_output_rows(const pf__group *g, const pf__job *job) {
+    return job->stage_rows ? job->stage_rows[2 * (g->stages - 1)] : job->step.batch;
+}
+
 /* The host arrays the functions above write in a FORWARD or LOGITS job, and who writes them: each
    rank its vocabulary columns of the logits and its choices or candidates, world rank 0 the
    encoders' hidden state, pooled output, projection and task head. (A group across processes sends
@@ -29116,7 +29301,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
     } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || (c->xlnet && c->head == PF_HEAD_CAUSAL_LM)) && !job->hidden) {
         /* a decoder's step, or XLNet's generation step (the query stream's logits) */
-        size_t rows = job->all_positions ? N : B;
+        size_t rows = job->all_positions ? N : (size_t)pf__job_output_rows(g, job);
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
         if (job->tokens) out->choice_rows = rows;
         if (job->candidates) out->candidate_rows = rows;
@@ -35034,8 +35219,11 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     pf__group *g = m->group;
     if (!g || (g->num_ranks == 1 && !g->mpi && g->ranks[0].backend == &pf__cpu_backend)) return PF_OK;
-    if (g->mpi) /* the other processes' slices are theirs */
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_to_cpu: a model split across processes cannot be gathered into one");
+    if (g->mpi) /* the other processes' slices are in their memory, often other hosts' */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_to_cpu: the model is split across processes (across_processes): "
+                        "gathering it would bring every other process's slices (another host's memory, what the split "
+                        "is for) into each one; to hold it whole in each process, call pf_parallelize without "
+                        "across_processes on every process, which loads it from the checkpoint there");
 
     /* Gather every slice into full host arrays, then build one CPU rank from them. */
     size_t num_slots = pf__num_slots(&m->config);
@@ -38186,7 +38374,7 @@ PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__d
         job->candidates_per_row = choice->per_row;
     }
     pf_result r = pf__forward_in_chunks(m, job);
-    if (!r && job->tokens) pf__combine_choices(m->group, job->step.batch, job->tokens);
+    if (!r && job->tokens) pf__combine_choices(m->group, pf__job_output_rows(m->group, job), job->tokens);
     return r;
 }
 
@@ -39132,6 +39320,7 @@ pf_result pf_generate_audio(pf_model *m, const float *const *features, const int
 #define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once by default; more get PF_ERROR_BUSY */
 #ifdef PF_TESTING
 int pf_testing_batch_rows; /* test hook: the most rows one batched decode step ran */
+int pf_testing_stages_overlapped; /* test hook: micro-batched jobs in which 2 or more stages ran rows */
 int pf_testing_batch_queued(pf_model *m); /* test hook: requests waiting in the batcher's queue */
 int pf_testing_batch_queued(pf_model *m) {
     pthread_mutex_lock(&m->batcher_start); /* the batcher may be starting on another thread */
@@ -39170,6 +39359,7 @@ static void pf__batch_finish(pf__batcher *b, pf__batch_request *q, pf_result r, 
     q->error = r;
     if (r) snprintf(q->message, sizeof q->message, "%s", message);
     q->state = PF__BATCH_DONE;
+    b->ended++;
     pthread_cond_broadcast(&b->done);
 }
 
@@ -39207,13 +39397,16 @@ static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__ba
 
 /* Where a shared step's forward leaves what the devices chose instead of the logits (b->choice):
    b->tokens when the backend can choose them and every live row of every request in the list
-   takes the plain arg-max; the ranks' top-k candidates when every live row samples from them
-   (as many a row as the request needing most; all rows in one chunk of logits); else NULL. */
-static const pf__device_choice *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list) {
+   (of micro-batch `group` alone, when >= 0) takes the plain arg-max; the ranks' top-k candidates
+   when every live row samples from them (as many a row as the request needing most; all rows in
+   one chunk of logits); else NULL. */
+static const pf__device_choice *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list,
+                                                            int group) {
     const pf__group *g = m->group;
     int argmax = g->backend->argmax != NULL, top_k = list != NULL;
     size_t rows = 0, per_row = 0;
     for (pf__batch_request *q = list; q; q = q->next) {
+        if (group >= 0 && q->micro_group != group) continue;
         argmax = argmax && pf__generation_argmax_only(&q->st);
         top_k = top_k && q->st.device.per_row && pf__generation_top_k_only(&q->st);
         if (q->st.device.per_row > per_row) per_row = q->st.device.per_row;
@@ -39244,8 +39437,8 @@ static void pf__batch_hand_out(pf_model *m, pf__batch_request *q, const pf__job 
     q->st.device_tokens = job->tokens ? job->tokens + offset : NULL;
     memset(&q->st.device_candidates, 0, sizeof q->st.device_candidates);
     if (job->candidates)
-        q->st.device_candidates = (pf__candidate_view){job->candidates, (size_t)job->step.batch, job->candidates_per_row,
-                                                       (size_t)offset, m->logits};
+        q->st.device_candidates = (pf__candidate_view){job->candidates, (size_t)pf__job_output_rows(m->group, job),
+                                                       job->candidates_per_row, (size_t)offset, m->logits};
 }
 
 /* A request's sampling after a step, then (streaming) the tokens its live rows got handed to its
@@ -39334,7 +39527,7 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
                               .pad = pads,
                               .cache_rows = cache_rows,
                               .inv_freq = pf__rope_frequencies(m, width)};
-        r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, admitted));
+        r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, admitted, -1));
     }
     free(ids), free(pads), free(cache_rows);
     int offset = 0;
@@ -39377,7 +39570,7 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
                             .pad = b->pads,
                             .cache_rows = b->cache_rows,
                             .inv_freq = pf__rope_frequencies(m, b->clock + 1)}};
-    pf_result r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, b->running));
+    pf_result r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, b->running, -1));
     if (r) return r;
 #ifdef PF_TESTING
     if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
@@ -39402,6 +39595,188 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
         q = next;
     }
     return PF_OK;
+}
+
+/* ---- micro-batches: decode steps of several groups in the pipeline stages at once ----
+
+   With pipeline stages a step of every running row passes the stages one after another, each
+   waiting for the one before. With two or more requests running, they run instead in groups (as
+   many as the stages at most, requests whole, rows balanced): each job feeds one group's step to
+   the first stage while stage s works on the group it took from stage s - 1 (which sent its hidden
+   state in the job before), and the group leaving the last stage is sampled before the next job,
+   which can feed it again. Each group keeps its own clock (its rows' cache position), so each row
+   computes what it would in a step of every row: the same tokens, bit for bit. New requests enter
+   through a step of every row, as without stages: the pipeline empties first (no group is fed
+   unless behind another's clock, so all end at one clock), the prefill runs, and the requests are
+   grouped again; so it does when groups emptied out while a regrouping would give more. */
+
+/* Whether group k holds a running request. */
+static int pf__batch_group_live(const pf__batcher *b, int k) {
+    for (const pf__batch_request *q = b->running; q; q = q->next)
+        if (q->micro_group == k) return 1;
+    return 0;
+}
+
+static int pf__batch_running_requests(const pf__batcher *b) {
+    int n = 0;
+    for (const pf__batch_request *q = b->running; q; q = q->next) n++;
+    return n;
+}
+
+/* Whether a queued request waits to be admitted (unless it did not fit last time and no request
+   arrived or ended since: it would wait in any case). */
+static int pf__batch_admission_waits(pf_model *m, pf__batcher *b) {
+    pthread_mutex_lock(&b->mutex);
+    int waits = b->queue && !PF__LOAD_FLAG(m->exclusive_waiting) && b->arrived + b->ended != b->admission_blocked;
+    pthread_mutex_unlock(&b->mutex);
+    return waits;
+}
+
+/* Whether the micro-batches should empty the pipeline and give way to steps of every row: fewer
+   than two requests, fewer live groups than a regrouping would make, or a request to admit. */
+static int pf__batch_micro_draining(pf_model *m, pf__batcher *b) {
+    int requests = pf__batch_running_requests(b), live = 0, stages = m->group->stages;
+    for (int k = 0; k < b->groups; k++) live += pf__batch_group_live(b, k);
+    return requests < 2 || live < (requests < stages ? requests : stages) || pf__batch_admission_waits(m, b);
+}
+
+/* The running requests into groups at the clock: each to the group with the fewest rows. */
+static void pf__batch_micro_begin(pf_model *m, pf__batcher *b) {
+    int stages = m->group->stages, requests = pf__batch_running_requests(b);
+    b->groups = requests < stages ? requests : stages;
+    for (int k = 0; k < stages; k++) {
+        b->group_clock[k] = b->clock;
+        b->group_busy[k] = 0;
+        b->stage_group[k] = -1;
+        b->stage_rows[2 * k] = 0; /* rows a group holds, while they are counted */
+    }
+    for (pf__batch_request *q = b->running; q; q = q->next) {
+        int fewest = 0;
+        for (int k = 1; k < b->groups; k++)
+            if (b->stage_rows[2 * k] < b->stage_rows[2 * fewest]) fewest = k;
+        q->micro_group = fewest;
+        b->stage_rows[2 * fewest] += q->st.num_rows;
+    }
+    b->micro = 1;
+}
+
+/* The group whose step enters the first stage next: an idle live one, the furthest behind first;
+   while draining, only one behind another's clock (a busy group's counts its step in the stages).
+   Its requests' tokens of the step before are streamed first, and those whose callback asked to
+   stop end (a group they emptied is passed over). -1: none. */
+static int pf__batch_micro_next(pf_model *m, pf__batcher *b, int draining) {
+    for (;;) {
+        int next = -1, ahead = INT_MIN;
+        for (int k = 0; k < b->groups; k++)
+            if (pf__batch_group_live(b, k) && b->group_clock[k] + b->group_busy[k] > ahead)
+                ahead = b->group_clock[k] + b->group_busy[k];
+        for (int k = 0; k < b->groups; k++)
+            if (!b->group_busy[k] && pf__batch_group_live(b, k) && (!draining || b->group_clock[k] < ahead) &&
+                (next < 0 || b->group_clock[k] < b->group_clock[next]))
+                next = k;
+        if (next < 0) return -1;
+        pthread_mutex_lock(&b->mutex);
+        for (;;) {
+            int waiting = 0;
+            for (pf__batch_request *q = b->running; q; q = q->next) waiting |= q->micro_group == next && q->to_deliver;
+            if (!waiting) break;
+            pthread_cond_wait(&b->streamed, &b->mutex);
+        }
+        for (pf__batch_request *q = b->running, **link = &b->running, *after; q; q = after) {
+            after = q->next;
+            if (q->micro_group != next || !q->stop_asked) {
+                link = &q->next;
+                continue;
+            }
+            *link = after;
+            pf_result r = pf__generation_results(&q->st, q->result);
+            pf__batch_finish(b, q, r, r ? pf_error_message(m) : "");
+        }
+        pthread_mutex_unlock(&b->mutex);
+        if (pf__batch_group_live(b, next)) return next;
+    }
+}
+
+/* One job of micro-batches: a group's step into the first stage (none while the pipeline empties),
+   every later stage on the group the stage before ran in the last job, and the group leaving the
+   last stage sampled. Once the pipeline is empty, back to steps of every row at the groups' clock. */
+static pf_result pf__batch_micro_step(pf_model *m, pf__batcher *b) {
+    const pf__group *g = m->group;
+    int stages = g->stages;
+    if (!b->micro) pf__batch_micro_begin(m, b);
+    int fed = pf__batch_micro_next(m, b, pf__batch_micro_draining(m, b));
+    int busy_stages = fed >= 0;
+    for (int s = stages - 1; s > 0; s--) busy_stages += (b->stage_group[s] = b->stage_group[s - 1]) >= 0;
+    b->stage_group[0] = fed;
+    if (!busy_stages) { /* empty: every live group at one clock */
+        b->micro = 0;
+        for (int k = 0; k < b->groups; k++)
+            if (pf__batch_group_live(b, k)) b->clock = b->group_clock[k];
+        return PF_OK;
+    }
+    if (fed >= 0) b->group_busy[fed] = 1;
+    int n = 0, ahead = 0;
+    for (int s = 0; s < stages; s++) { /* the step's rows: stage 0's group's, then stage 1's, ... */
+        int k = b->stage_group[s], first = n;
+        for (pf__batch_request *q = b->running; k >= 0 && q; q = q->next)
+            for (int i = 0; q->micro_group == k && i < q->st.num_rows; i++, n++) {
+                const pf__row *row = &q->st.rows[i];
+                b->ids[n] = row->tokens[row->length - 1];
+                b->pads[n] = q->pads[i];
+                b->cache_rows[n] = q->cache_rows[i];
+            }
+        b->stage_rows[2 * s] = n - first;
+        b->stage_rows[2 * s + 1] = k >= 0 ? b->group_clock[k] : 0;
+        if (k >= 0 && b->group_clock[k] > ahead) ahead = b->group_clock[k];
+    }
+    int leaving = b->stage_group[stages - 1];
+    pf__job job = {.step = {.ids = b->ids,
+                            .batch = n,
+                            .seq_len = 1,
+                            .past = b->stage_rows[1],
+                            .pad = b->pads,
+                            .cache_rows = b->cache_rows,
+                            .inv_freq = pf__rope_frequencies(m, ahead + 1)}, /* batchable: the same at any length */
+                   .stage_rows = b->stage_rows};
+    pf_result r = pf__forward_choosing(m, &job, leaving >= 0 ? pf__batch_choose_on_devices(m, b, b->running, leaving) : NULL);
+    if (r) return r;
+#ifdef PF_TESTING
+    if (busy_stages > 1) __atomic_add_fetch(&pf_testing_stages_overlapped, 1, __ATOMIC_RELAXED); /* a test thread reads it */
+#endif
+    if (leaving < 0) return PF_OK;
+    b->group_busy[leaving] = 0;
+    b->group_clock[leaving]++;
+    int offset = 0;
+    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
+        pf__batch_request *next = q->next;
+        if (q->micro_group != leaving) {
+            link = &q->next;
+            q = next;
+            continue;
+        }
+        int finished = 0;
+        pf__batch_hand_out(m, q, &job, offset);
+        offset += q->st.num_rows;
+        pf_result qr = pf__batch_sample(b, q, &finished);
+        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
+        if (qr || finished) {
+            pthread_mutex_lock(&b->mutex);
+            *link = next;
+            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
+            pthread_mutex_unlock(&b->mutex);
+        } else {
+            link = &q->next;
+        }
+        q = next;
+    }
+    return PF_OK;
+}
+
+/* Whether the next step is a job of micro-batches: pipeline stages with them running, or two or
+   more requests to run so and nothing to admit first. */
+static int pf__batch_micro(pf_model *m, pf__batcher *b) {
+    if (b->micro) return 1;
+    return m->group->stages > 1 && b->group_clock && pf__batch_running_requests(b) >= 2 && !pf__batch_admission_waits(m, b);
 }
 
 /* Admits what fits from the queue's head (none while an exclusive call waits for the request
@@ -39437,6 +39812,7 @@ static void pf__batch_admit(pf_model *m, pf__batcher *b) {
             q->next = b->queue;
             b->queue = q;
             b->queued++;
+            b->admission_blocked = b->arrived + b->ended; /* micro-batches: no drain for it until that changes */
             pthread_mutex_unlock(&b->mutex);
             break;
         }
@@ -39458,6 +39834,7 @@ static void pf__batch_fail_running(pf_model *m, pf__batcher *b, pf_result r) {
         pf__batch_finish(b, q, r, pf_error_message(m));
     }
     b->running = NULL;
+    b->micro = 0; /* the failed job dropped the hidden states in the stages */
     pthread_mutex_unlock(&b->mutex);
 }
 
@@ -39477,7 +39854,20 @@ static void *pf__batcher_main(void *arg) {
             holding = 1;
             pf_result r = pf__ensure_group(m);
             int cap = m->group ? m->group->max_batch : 0;
+            int stages = m->group ? m->group->stages : 1;
             free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows);
+            free(b->group_clock), free(b->group_busy), free(b->stage_group), free(b->stage_rows);
+            b->group_clock = b->stage_group = b->stage_rows = NULL;
+            b->group_busy = NULL;
+            b->micro = 0;
+            if (stages > 1) {
+                b->group_clock = (int *)malloc((size_t)stages * sizeof(int));
+                b->group_busy = (unsigned char *)malloc((size_t)stages);
+                b->stage_group = (int *)malloc((size_t)stages * sizeof(int));
+                b->stage_rows = (int *)malloc((size_t)stages * 2 * sizeof(int));
+                if (!r && (!b->group_clock || !b->group_busy || !b->stage_group || !b->stage_rows))
+                    r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            }
             b->row_used = (unsigned char *)calloc((size_t)(cap ? cap : 1), 1);
             b->ids = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
             b->tokens = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
@@ -39501,14 +39891,15 @@ static void *pf__batcher_main(void *arg) {
                 continue; /* with the batcher's mutex held */
             }
         }
-        pf__batch_admit(m, b);
+        if (!b->micro) pf__batch_admit(m, b);
         if (b->running) {
-            pf_result r = pf__batch_step(m, b);
+            pf_result r = pf__batch_micro(m, b) ? pf__batch_micro_step(m, b) : pf__batch_step(m, b);
             if (r) pf__batch_fail_running(m, b, r);
         }
         pthread_mutex_lock(&b->mutex);
         if (!b->running) { /* idle: the exclusive calls may run */
             b->clock = 0;
+            b->micro = 0; /* no group's step is in the stages: its requests would run */
             pthread_mutex_unlock(&b->mutex);
             pthread_mutex_unlock(&m->request_lock);
             holding = 0;
@@ -39559,6 +39950,7 @@ PF_PRIVATE void pf__batcher_stop(pf_model *m) {
     pthread_cond_destroy(&b->done);
     pthread_cond_destroy(&b->streamed);
     free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows), free(b->candidates);
+    free(b->group_clock), free(b->group_busy), free(b->stage_group), free(b->stage_rows);
     free(b);
     m->batcher = NULL;
 }

@@ -21,6 +21,7 @@
 #define PF__BATCH_QUEUE_MAX 1024   /* requests waiting at once by default; more get PF_ERROR_BUSY */
 #ifdef PF_TESTING
 int pf_testing_batch_rows; /* test hook: the most rows one batched decode step ran */
+int pf_testing_stages_overlapped; /* test hook: micro-batched jobs in which 2 or more stages ran rows */
 int pf_testing_batch_queued(pf_model *m); /* test hook: requests waiting in the batcher's queue */
 int pf_testing_batch_queued(pf_model *m) {
     pthread_mutex_lock(&m->batcher_start); /* the batcher may be starting on another thread */
@@ -59,6 +60,7 @@ static void pf__batch_finish(pf__batcher *b, pf__batch_request *q, pf_result r, 
     q->error = r;
     if (r) snprintf(q->message, sizeof q->message, "%s", message);
     q->state = PF__BATCH_DONE;
+    b->ended++;
     pthread_cond_broadcast(&b->done);
 }
 
@@ -96,13 +98,16 @@ static int pf__batch_fits(const pf__batcher *b, const pf__group *g, const pf__ba
 
 /* Where a shared step's forward leaves what the devices chose instead of the logits (b->choice):
    b->tokens when the backend can choose them and every live row of every request in the list
-   takes the plain arg-max; the ranks' top-k candidates when every live row samples from them
-   (as many a row as the request needing most; all rows in one chunk of logits); else NULL. */
-static const pf__device_choice *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list) {
+   (of micro-batch `group` alone, when >= 0) takes the plain arg-max; the ranks' top-k candidates
+   when every live row samples from them (as many a row as the request needing most; all rows in
+   one chunk of logits); else NULL. */
+static const pf__device_choice *pf__batch_choose_on_devices(const pf_model *m, pf__batcher *b, pf__batch_request *list,
+                                                            int group) {
     const pf__group *g = m->group;
     int argmax = g->backend->argmax != NULL, top_k = list != NULL;
     size_t rows = 0, per_row = 0;
     for (pf__batch_request *q = list; q; q = q->next) {
+        if (group >= 0 && q->micro_group != group) continue;
         argmax = argmax && pf__generation_argmax_only(&q->st);
         top_k = top_k && q->st.device.per_row && pf__generation_top_k_only(&q->st);
         if (q->st.device.per_row > per_row) per_row = q->st.device.per_row;
@@ -133,8 +138,8 @@ static void pf__batch_hand_out(pf_model *m, pf__batch_request *q, const pf__job 
     q->st.device_tokens = job->tokens ? job->tokens + offset : NULL;
     memset(&q->st.device_candidates, 0, sizeof q->st.device_candidates);
     if (job->candidates)
-        q->st.device_candidates = (pf__candidate_view){job->candidates, (size_t)job->step.batch, job->candidates_per_row,
-                                                       (size_t)offset, m->logits};
+        q->st.device_candidates = (pf__candidate_view){job->candidates, (size_t)pf__job_output_rows(m->group, job),
+                                                       job->candidates_per_row, (size_t)offset, m->logits};
 }
 
 /* A request's sampling after a step, then (streaming) the tokens its live rows got handed to its
@@ -223,7 +228,7 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
                               .pad = pads,
                               .cache_rows = cache_rows,
                               .inv_freq = pf__rope_frequencies(m, width)};
-        r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, admitted));
+        r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, admitted, -1));
     }
     free(ids), free(pads), free(cache_rows);
     int offset = 0;
@@ -266,7 +271,7 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
                             .pad = b->pads,
                             .cache_rows = b->cache_rows,
                             .inv_freq = pf__rope_frequencies(m, b->clock + 1)}};
-    pf_result r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, b->running));
+    pf_result r = pf__forward_choosing(m, &job, pf__batch_choose_on_devices(m, b, b->running, -1));
     if (r) return r;
 #ifdef PF_TESTING
     if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
@@ -291,6 +296,188 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
         q = next;
     }
     return PF_OK;
+}
+
+/* ---- micro-batches: decode steps of several groups in the pipeline stages at once ----
+
+   With pipeline stages a step of every running row passes the stages one after another, each
+   waiting for the one before. With two or more requests running, they run instead in groups (as
+   many as the stages at most, requests whole, rows balanced): each job feeds one group's step to
+   the first stage while stage s works on the group it took from stage s - 1 (which sent its hidden
+   state in the job before), and the group leaving the last stage is sampled before the next job,
+   which can feed it again. Each group keeps its own clock (its rows' cache position), so each row
+   computes what it would in a step of every row: the same tokens, bit for bit. New requests enter
+   through a step of every row, as without stages: the pipeline empties first (no group is fed
+   unless behind another's clock, so all end at one clock), the prefill runs, and the requests are
+   grouped again; so it does when groups emptied out while a regrouping would give more. */
+
+/* Whether group k holds a running request. */
+static int pf__batch_group_live(const pf__batcher *b, int k) {
+    for (const pf__batch_request *q = b->running; q; q = q->next)
+        if (q->micro_group == k) return 1;
+    return 0;
+}
+
+static int pf__batch_running_requests(const pf__batcher *b) {
+    int n = 0;
+    for (const pf__batch_request *q = b->running; q; q = q->next) n++;
+    return n;
+}
+
+/* Whether a queued request waits to be admitted (unless it did not fit last time and no request
+   arrived or ended since: it would wait in any case). */
+static int pf__batch_admission_waits(pf_model *m, pf__batcher *b) {
+    pthread_mutex_lock(&b->mutex);
+    int waits = b->queue && !PF__LOAD_FLAG(m->exclusive_waiting) && b->arrived + b->ended != b->admission_blocked;
+    pthread_mutex_unlock(&b->mutex);
+    return waits;
+}
+
+/* Whether the micro-batches should empty the pipeline and give way to steps of every row: fewer
+   than two requests, fewer live groups than a regrouping would make, or a request to admit. */
+static int pf__batch_micro_draining(pf_model *m, pf__batcher *b) {
+    int requests = pf__batch_running_requests(b), live = 0, stages = m->group->stages;
+    for (int k = 0; k < b->groups; k++) live += pf__batch_group_live(b, k);
+    return requests < 2 || live < (requests < stages ? requests : stages) || pf__batch_admission_waits(m, b);
+}
+
+/* The running requests into groups at the clock: each to the group with the fewest rows. */
+static void pf__batch_micro_begin(pf_model *m, pf__batcher *b) {
+    int stages = m->group->stages, requests = pf__batch_running_requests(b);
+    b->groups = requests < stages ? requests : stages;
+    for (int k = 0; k < stages; k++) {
+        b->group_clock[k] = b->clock;
+        b->group_busy[k] = 0;
+        b->stage_group[k] = -1;
+        b->stage_rows[2 * k] = 0; /* rows a group holds, while they are counted */
+    }
+    for (pf__batch_request *q = b->running; q; q = q->next) {
+        int fewest = 0;
+        for (int k = 1; k < b->groups; k++)
+            if (b->stage_rows[2 * k] < b->stage_rows[2 * fewest]) fewest = k;
+        q->micro_group = fewest;
+        b->stage_rows[2 * fewest] += q->st.num_rows;
+    }
+    b->micro = 1;
+}
+
+/* The group whose step enters the first stage next: an idle live one, the furthest behind first;
+   while draining, only one behind another's clock (a busy group's counts its step in the stages).
+   Its requests' tokens of the step before are streamed first, and those whose callback asked to
+   stop end (a group they emptied is passed over). -1: none. */
+static int pf__batch_micro_next(pf_model *m, pf__batcher *b, int draining) {
+    for (;;) {
+        int next = -1, ahead = INT_MIN;
+        for (int k = 0; k < b->groups; k++)
+            if (pf__batch_group_live(b, k) && b->group_clock[k] + b->group_busy[k] > ahead)
+                ahead = b->group_clock[k] + b->group_busy[k];
+        for (int k = 0; k < b->groups; k++)
+            if (!b->group_busy[k] && pf__batch_group_live(b, k) && (!draining || b->group_clock[k] < ahead) &&
+                (next < 0 || b->group_clock[k] < b->group_clock[next]))
+                next = k;
+        if (next < 0) return -1;
+        pthread_mutex_lock(&b->mutex);
+        for (;;) {
+            int waiting = 0;
+            for (pf__batch_request *q = b->running; q; q = q->next) waiting |= q->micro_group == next && q->to_deliver;
+            if (!waiting) break;
+            pthread_cond_wait(&b->streamed, &b->mutex);
+        }
+        for (pf__batch_request *q = b->running, **link = &b->running, *after; q; q = after) {
+            after = q->next;
+            if (q->micro_group != next || !q->stop_asked) {
+                link = &q->next;
+                continue;
+            }
+            *link = after;
+            pf_result r = pf__generation_results(&q->st, q->result);
+            pf__batch_finish(b, q, r, r ? pf_error_message(m) : "");
+        }
+        pthread_mutex_unlock(&b->mutex);
+        if (pf__batch_group_live(b, next)) return next;
+    }
+}
+
+/* One job of micro-batches: a group's step into the first stage (none while the pipeline empties),
+   every later stage on the group the stage before ran in the last job, and the group leaving the
+   last stage sampled. Once the pipeline is empty, back to steps of every row at the groups' clock. */
+static pf_result pf__batch_micro_step(pf_model *m, pf__batcher *b) {
+    const pf__group *g = m->group;
+    int stages = g->stages;
+    if (!b->micro) pf__batch_micro_begin(m, b);
+    int fed = pf__batch_micro_next(m, b, pf__batch_micro_draining(m, b));
+    int busy_stages = fed >= 0;
+    for (int s = stages - 1; s > 0; s--) busy_stages += (b->stage_group[s] = b->stage_group[s - 1]) >= 0;
+    b->stage_group[0] = fed;
+    if (!busy_stages) { /* empty: every live group at one clock */
+        b->micro = 0;
+        for (int k = 0; k < b->groups; k++)
+            if (pf__batch_group_live(b, k)) b->clock = b->group_clock[k];
+        return PF_OK;
+    }
+    if (fed >= 0) b->group_busy[fed] = 1;
+    int n = 0, ahead = 0;
+    for (int s = 0; s < stages; s++) { /* the step's rows: stage 0's group's, then stage 1's, ... */
+        int k = b->stage_group[s], first = n;
+        for (pf__batch_request *q = b->running; k >= 0 && q; q = q->next)
+            for (int i = 0; q->micro_group == k && i < q->st.num_rows; i++, n++) {
+                const pf__row *row = &q->st.rows[i];
+                b->ids[n] = row->tokens[row->length - 1];
+                b->pads[n] = q->pads[i];
+                b->cache_rows[n] = q->cache_rows[i];
+            }
+        b->stage_rows[2 * s] = n - first;
+        b->stage_rows[2 * s + 1] = k >= 0 ? b->group_clock[k] : 0;
+        if (k >= 0 && b->group_clock[k] > ahead) ahead = b->group_clock[k];
+    }
+    int leaving = b->stage_group[stages - 1];
+    pf__job job = {.step = {.ids = b->ids,
+                            .batch = n,
+                            .seq_len = 1,
+                            .past = b->stage_rows[1],
+                            .pad = b->pads,
+                            .cache_rows = b->cache_rows,
+                            .inv_freq = pf__rope_frequencies(m, ahead + 1)}, /* batchable: the same at any length */
+                   .stage_rows = b->stage_rows};
+    pf_result r = pf__forward_choosing(m, &job, leaving >= 0 ? pf__batch_choose_on_devices(m, b, b->running, leaving) : NULL);
+    if (r) return r;
+#ifdef PF_TESTING
+    if (busy_stages > 1) __atomic_add_fetch(&pf_testing_stages_overlapped, 1, __ATOMIC_RELAXED); /* a test thread reads it */
+#endif
+    if (leaving < 0) return PF_OK;
+    b->group_busy[leaving] = 0;
+    b->group_clock[leaving]++;
+    int offset = 0;
+    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
+        pf__batch_request *next = q->next;
+        if (q->micro_group != leaving) {
+            link = &q->next;
+            q = next;
+            continue;
+        }
+        int finished = 0;
+        pf__batch_hand_out(m, q, &job, offset);
+        offset += q->st.num_rows;
+        pf_result qr = pf__batch_sample(b, q, &finished);
+        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
+        if (qr || finished) {
+            pthread_mutex_lock(&b->mutex);
+            *link = next;
+            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
+            pthread_mutex_unlock(&b->mutex);
+        } else {
+            link = &q->next;
+        }
+        q = next;
+    }
+    return PF_OK;
+}
+
+/* Whether the next step is a job of micro-batches: pipeline stages with them running, or two or
+   more requests to run so and nothing to admit first. */
+static int pf__batch_micro(pf_model *m, pf__batcher *b) {
+    if (b->micro) return 1;
+    return m->group->stages > 1 && b->group_clock && pf__batch_running_requests(b) >= 2 && !pf__batch_admission_waits(m, b);
 }
 
 /* Admits what fits from the queue's head (none while an exclusive call waits for the request
@@ -326,6 +513,7 @@ static void pf__batch_admit(pf_model *m, pf__batcher *b) {
             q->next = b->queue;
             b->queue = q;
             b->queued++;
+            b->admission_blocked = b->arrived + b->ended; /* micro-batches: no drain for it until that changes */
             pthread_mutex_unlock(&b->mutex);
             break;
         }
@@ -347,6 +535,7 @@ static void pf__batch_fail_running(pf_model *m, pf__batcher *b, pf_result r) {
         pf__batch_finish(b, q, r, pf_error_message(m));
     }
     b->running = NULL;
+    b->micro = 0; /* the failed job dropped the hidden states in the stages */
     pthread_mutex_unlock(&b->mutex);
 }
 
@@ -366,7 +555,20 @@ static void *pf__batcher_main(void *arg) {
             holding = 1;
             pf_result r = pf__ensure_group(m);
             int cap = m->group ? m->group->max_batch : 0;
+            int stages = m->group ? m->group->stages : 1;
             free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows);
+            free(b->group_clock), free(b->group_busy), free(b->stage_group), free(b->stage_rows);
+            b->group_clock = b->stage_group = b->stage_rows = NULL;
+            b->group_busy = NULL;
+            b->micro = 0;
+            if (stages > 1) {
+                b->group_clock = (int *)malloc((size_t)stages * sizeof(int));
+                b->group_busy = (unsigned char *)malloc((size_t)stages);
+                b->stage_group = (int *)malloc((size_t)stages * sizeof(int));
+                b->stage_rows = (int *)malloc((size_t)stages * 2 * sizeof(int));
+                if (!r && (!b->group_clock || !b->group_busy || !b->stage_group || !b->stage_rows))
+                    r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            }
             b->row_used = (unsigned char *)calloc((size_t)(cap ? cap : 1), 1);
             b->ids = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
             b->tokens = (int32_t *)malloc((size_t)(cap ? cap : 1) * sizeof(int32_t));
@@ -390,14 +592,15 @@ static void *pf__batcher_main(void *arg) {
                 continue; /* with the batcher's mutex held */
             }
         }
-        pf__batch_admit(m, b);
+        if (!b->micro) pf__batch_admit(m, b);
         if (b->running) {
-            pf_result r = pf__batch_step(m, b);
+            pf_result r = pf__batch_micro(m, b) ? pf__batch_micro_step(m, b) : pf__batch_step(m, b);
             if (r) pf__batch_fail_running(m, b, r);
         }
         pthread_mutex_lock(&b->mutex);
         if (!b->running) { /* idle: the exclusive calls may run */
             b->clock = 0;
+            b->micro = 0; /* no group's step is in the stages: its requests would run */
             pthread_mutex_unlock(&b->mutex);
             pthread_mutex_unlock(&m->request_lock);
             holding = 0;
@@ -448,6 +651,7 @@ PF_PRIVATE void pf__batcher_stop(pf_model *m) {
     pthread_cond_destroy(&b->done);
     pthread_cond_destroy(&b->streamed);
     free(b->row_used), free(b->ids), free(b->tokens), free(b->pads), free(b->cache_rows), free(b->candidates);
+    free(b->group_clock), free(b->group_busy), free(b->stage_group), free(b->stage_rows);
     free(b);
     m->batcher = NULL;
 }

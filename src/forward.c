@@ -13,6 +13,8 @@ typedef struct pf__tower {
     int cross;               /* 1: its blocks attend to the encoder's output after their own attention */
     pf__slot token_embed, positions, token_types, embed_norm, final_norm; /* norms: the weight, its bias the slot after */
     const float *rel_bias;   /* the rank's table, or NULL */
+    int across_jobs;         /* pipeline stages, micro-batches: the hidden state comes from the stage
+                                before's previous job and goes on to the next stage's next job */
 } pf__tower;
 
 static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
@@ -30,6 +32,7 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     t.embed_norm = split && encoder ? PF__SLOT_ENC_EMBED_NORM_WEIGHT : PF__SLOT_EMBED_NORM_WEIGHT;
     t.final_norm = split && encoder ? PF__SLOT_ENC_FINAL_NORM_WEIGHT : PF__SLOT_FINAL_NORM_WEIGHT;
     t.rel_bias = split && encoder ? r->enc_rel_bias : r->rel_bias;
+    t.across_jobs = 0;
     if (!encoder && r->group->stages > 1) { /* pipeline stages (decoders): this stage's layers */
         t.first_block = r->group->stage_first_layer;
         t.end_block = r->group->stage_end_layer;
@@ -803,10 +806,10 @@ static int pf__rank_last_stage(const pf__rank *r) { return r->group->stage == r-
 
 /* Pipeline stages: x (count floats) from the stage before, which the process's rank 0 receives and
    the others copy (a barrier before, so that it has arrived, and after, so that rank 0 changes it
-   only once all have it). */
-static void pf__rank_stage_receive(pf__rank *r, size_t count) {
+   only once all have it). across_jobs: the stage before sent it in the job before (micro-batches). */
+static void pf__rank_stage_receive(pf__rank *r, size_t count, int across_jobs) {
     pf__group *g = r->group;
-    if (r->index == 0) pf__mpi_stage_receive(r, r->x, count);
+    if (r->index == 0) pf__mpi_stage_receive(r, r->x, count, across_jobs);
     if (pf__barrier(g)) return;
     if (r->index != 0) r->backend->upload(r, r->x, g->ranks[0].x, count * sizeof(float)); /* CPU ranks: host memory */
     pf__barrier(g);
@@ -901,7 +904,7 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
     }
     int staged = r->group->stages > 1;
     if (staged && r->group->stage > 0) {
-        pf__rank_stage_receive(r, N * d);
+        pf__rank_stage_receive(r, N * d, t->across_jobs);
     } else {
         pf__rank_embed(r, s, t);
         if (r->group->model->config.disentangled) pf__rank_rel_embeddings(r);
@@ -914,7 +917,8 @@ static void pf__rank_tower(pf__rank *r, const pf__step *s, const pf__tower *t) {
         else pf__rank_block(r, s, t, l, &shape, &residual);
     }
     if (residual.pending) r->backend->add_residual(r, r->x, r->part, residual.bias, N, d); /* the last block's */
-    if (staged && !pf__rank_last_stage(r) && r->index == 0 && !pf__rank_failed(r)) pf__mpi_stage_send(r, r->x, N * d);
+    if (staged && !pf__rank_last_stage(r) && r->index == 0 && !pf__rank_failed(r))
+        pf__mpi_stage_send(r, r->x, N * d, t->across_jobs);
 }
 
 /* x = the tower's final norm of x, where it has one (pre-norm towers). */
@@ -967,9 +971,10 @@ static const float *pf__rank_decoder_rows(const pf__rank *r, const pf__job *job)
    each sequence's last), or x itself. */
 static void pf__rank_decoder_hidden(pf__rank *r, const pf__job *job) {
     const pf__step *s = &job->step;
-    const pf__tower t = pf__tower_of(r, 0);
+    pf__tower t = pf__tower_of(r, 0);
     size_t d = (size_t)r->group->model->config.hidden_size;
     size_t rows = job->all_positions ? (size_t)s->batch * s->seq_len : (size_t)s->batch;
+    t.across_jobs = job->hidden_across_jobs;
     pf__rank_tower(r, s, &t);
     if (pf__rank_failed(r) || !pf__rank_last_stage(r) || !r->weights[PF__SLOT_LM_HEAD].rows) return; /* more ranks than vocabulary rows */
     /* the wanted rows of x: all of them, or each sequence's last (contiguous when one per row) */
@@ -1384,6 +1389,26 @@ static void pf__rank_forward_chunks(pf__rank *r, const pf__job *job) {
     free(ids);
 }
 
+/* A decode step of micro-batches (job->stage_rows): this stage's rows alone, at their place in the
+   step's arrays and at their own past, as a step of its own whose hidden state crosses jobs. */
+static void pf__rank_forward_stage_rows(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    int first = 0;
+    for (int s = 0; s < g->stage; s++) first += job->stage_rows[2 * s];
+    pf__job mine = *job;
+    mine.stage_rows = NULL;
+    mine.hidden_across_jobs = 1;
+    mine.step.batch = job->stage_rows[2 * g->stage];
+    mine.step.past = job->stage_rows[2 * g->stage + 1];
+    /* the state sent in the job before goes first: the next stage takes it now, and waits for it */
+    if (r->index == 0 && g->stage < g->stages - 1) pf__mpi_stage_sent(r);
+    if (!mine.step.batch || pf__rank_failed(r)) return; /* the pipeline fills or empties: nothing in this stage */
+    mine.step.ids = job->step.ids + first; /* one position a row */
+    if (job->step.pad) mine.step.pad = job->step.pad + first;
+    if (job->step.cache_rows) mine.step.cache_rows = job->step.cache_rows + first;
+    pf__rank_forward(r, &mine);
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -1392,6 +1417,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
     if (job->chunk_positions) {
         pf__rank_forward_chunks(r, job);
+        return;
+    }
+    if (job->stage_rows) {
+        pf__rank_forward_stage_rows(r, job);
         return;
     }
     if (r->backend->prepare) r->backend->prepare(r, s);
@@ -1581,6 +1610,10 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
         be->download(r, job->logits, r->head_out, B * labels * sizeof(float));
     }
 }
+PF_PRIVATE int pf__job_output_rows(const pf__group *g, const pf__job *job) {
+    return job->stage_rows ? job->stage_rows[2 * (g->stages - 1)] : job->step.batch;
+}
+
 /* The host arrays the functions above write in a FORWARD or LOGITS job, and who writes them: each
    rank its vocabulary columns of the logits and its choices or candidates, world rank 0 the
    encoders' hidden state, pooled output, projection and task head. (A group across processes sends
@@ -1605,7 +1638,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
     } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || (c->xlnet && c->head == PF_HEAD_CAUSAL_LM)) && !job->hidden) {
         /* a decoder's step, or XLNet's generation step (the query stream's logits) */
-        size_t rows = job->all_positions ? N : B;
+        size_t rows = job->all_positions ? N : (size_t)pf__job_output_rows(g, job);
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
         if (job->tokens) out->choice_rows = rows;
         if (job->candidates) out->candidate_rows = rows;

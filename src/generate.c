@@ -461,7 +461,7 @@ PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__d
         job->candidates_per_row = choice->per_row;
     }
     pf_result r = pf__forward_in_chunks(m, job);
-    if (!r && job->tokens) pf__combine_choices(m->group, job->step.batch, job->tokens);
+    if (!r && job->tokens) pf__combine_choices(m->group, pf__job_output_rows(m->group, job), job->tokens);
     return r;
 }
 

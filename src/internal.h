@@ -2285,6 +2285,15 @@ typedef struct pf__job {
     int chunk_positions;  /* FORWARD, decoders in pipeline stages (pf__forward_in_chunks): > 0 runs the
                              step's positions in chunks of this many within this one job, so that a
                              stage starts the next chunk while the stages after it work on this one */
+    const int *stage_rows; /* FORWARD, a decode step of micro-batches (pipeline stages; the batcher's
+                             groups): host [stages][2], stage s's rows this job (0: none) and their
+                             past; the step's rows are stage 0's, then stage 1's, ... Stage s > 0 runs
+                             the rows stage s - 1 ran in the job before, from the hidden state it sent
+                             then (kept across the job's end), so every stage works at once; the
+                             outputs (logits, tokens, candidates) are the last stage's rows'. NULL: a
+                             step through every stage in turn */
+    int hidden_across_jobs; /* set on a rank's share of a stage_rows job (pf__rank_forward): its hidden
+                             state comes from the job before and goes to the next one */
 } pf__job;
 #ifdef PF_TESTING
 extern int pf_testing_check_device_choices;
@@ -2442,8 +2451,9 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
 PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *message, size_t message_size);
 PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf__job *job, char *error, size_t error_size);
 PF_PRIVATE void pf__mpi_group_ready(pf__group *g);
-PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count);
-PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count);
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count, int across_jobs);
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count, int across_jobs);
+PF_PRIVATE void pf__mpi_stage_sent(pf__rank *leader);
 PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned char *ended, int *which, pf__job *job,
                                        char *error, size_t error_size);
 PF_PRIVATE pf_result pf__mpi_broadcast_rows(pf__group *g, int root_rank, void *first, size_t rows, size_t row_bytes,
@@ -2533,6 +2543,9 @@ typedef struct pf__host_outputs {
     int num_by_first_rank;
 } pf__host_outputs;
 PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf__host_outputs *out);
+/* The rows of a decoder step's outputs (logits, tokens, candidates): each sequence's last, or the
+   last stage's rows of a job of micro-batches (job->stage_rows). */
+PF_PRIVATE int pf__job_output_rows(const pf__group *g, const pf__job *job);
 PF_PRIVATE void pf__rank_reorder(pf__rank *r, const pf__job *job);
 
 /* ---- src/ranks.c ---- */
@@ -2795,6 +2808,7 @@ typedef struct pf__batch_request {
     int32_t *delivered;            /* [num_rows]: the last step's token of each row live in it, or -1 */
     int to_deliver;                /* delivered holds tokens not streamed yet */
     int stop_asked;                /* the callback returned nonzero: the request ends, its results so far */
+    int micro_group;               /* its group of the micro-batches (pipeline stages), while they run */
     struct pf__batch_request *next;
 } pf__batch_request;
 
@@ -2804,6 +2818,8 @@ struct pf__batcher {
     pthread_cond_t streamed;       /* a caller streamed its request's tokens, or a request arrived */
     unsigned long arrived;         /* requests queued so far */
     unsigned long admission_seen;  /* `arrived` when admission last looked at the queue */
+    unsigned long ended;           /* requests ended so far */
+    unsigned long admission_blocked; /* arrived + ended when the queue's head last did not fit */
     pthread_t thread;
     int stopping;
     pf__batch_request *queue, *running;
@@ -2816,6 +2832,15 @@ struct pf__batcher {
     pf__choice *candidates;        /* a sampled step's top-k candidates, [num_ranks][rows][per_row] */
     size_t candidates_cap;         /* its room, grown to the most a step asked */
     pf__device_choice choice;      /* what the step's forward leaves instead of the logits */
+    /* micro-batches (pipeline stages: pf__batch_micro_step): the running requests in groups, each
+       at a clock of its own, whose steps enter the first stage in turn while the later stages work
+       on the groups that entered before */
+    int micro;                     /* the requests run in groups now */
+    int groups;                    /* how many (up to the stages) */
+    int *group_clock;              /* [stages]: the cache position of each group's next step */
+    unsigned char *group_busy;     /* [stages]: its step is in the stages */
+    int *stage_group;              /* [stages]: the group each stage ran in the last job, or -1 */
+    int *stage_rows;               /* [stages][2]: the job's (pf__job.stage_rows) */
 };
 PF_PRIVATE void pf__batcher_stop(pf_model *m);
 

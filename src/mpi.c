@@ -29,6 +29,10 @@
 /* Test hook: nonzero makes a follower's next step fail before its ranks start (as when it has no
    memory for the step's outputs); reset once used. */
 int pf_testing_follower_refuses = 0;
+/* Test hook, on process 0 of a driven group: {process, rank, countdown} with process > 0 sets
+   that follower's pf_testing_fail_rank and pf_testing_fail_countdown with the next step it gets
+   (a failure at a point process 0 chooses, e.g. once micro-batches run); reset once sent. */
+int pf_testing_follower_fail[3] = {0, -1, 0};
 #endif
 
 #ifdef PF_MPI
@@ -46,6 +50,7 @@ typedef struct pf__mpi_call {
     int all_positions, encoder_pass, reorder_count, reorder_cross;
     int chunk_positions;
     int check_device_choices; /* test builds: process 0's pf_testing_check_device_choices */
+    int fail_process, fail_rank, fail_countdown; /* test builds: pf_testing_follower_fail, once */
     unsigned present;
     uint64_t candidates_per_row;
 } pf__mpi_call;
@@ -55,8 +60,9 @@ typedef struct pf__mpi_call {
     X(3, step.type_ids, const int32_t *) X(4, step.cross_pad, const int *) X(5, step.features, const float *)         \
     X(6, step.patches, const float *) X(7, step.cache_rows, const int *) X(8, pool_at, const int *)                   \
     X(9, reorder_dst, const int *) X(10, reorder_src, const int *) X(11, step.box_rows, const int32_t *)               \
-    X(12, step.global_tokens, const int32_t *) X(13, step.regions, const float *) X(14, step.num_regions, const int *)
-#define PF__CALL_NUM_INPUTS 15
+    X(12, step.global_tokens, const int32_t *) X(13, step.regions, const float *) X(14, step.num_regions, const int *) \
+    X(15, stage_rows, const int *)
+#define PF__CALL_NUM_INPUTS 16
 #define PF__CALL_OUTPUT_FIELDS(X)                                                                                    \
     X(0, logits, float *) X(1, hidden, float *) X(2, pooled, float *) X(3, embeds, float *) X(4, tokens, int32_t *)   \
     X(5, candidates, pf__choice *)
@@ -80,7 +86,7 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
                                             N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
                                             B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int),
                                             PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)cf->visual_embedding_dim * f,
-                                            B * sizeof(int)};
+                                            B * sizeof(int), (size_t)g->stages * 2 * sizeof(int)};
     size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
                                           rows * i4, (size_t)g->world_ranks * rows * c->candidates_per_row * sizeof(pf__choice)};
     memcpy(in, sizes_in, sizeof sizes_in);
@@ -94,6 +100,8 @@ typedef struct pf__mpi_verdict {
     int code;       /* pf_result */
     int propagated; /* it failed because another process did */
     int lost;       /* a process it gave up on (the group is lost: pf__mpi_lose), or -1 */
+    unsigned long long stage_sent; /* hidden states it sent the next stage across jobs so far */
+    int micro_batches; /* the job was a step of micro-batches (job.stage_rows) */
     char message[PF__MESSAGE_SIZE];
 } pf__mpi_verdict;
 
@@ -123,6 +131,14 @@ struct pf__mpi {
     int stage_processes;          /* processes in each pipeline stage (all of them with one stage) */
     int stage_first_process;      /* this process's stage's first */
     int last_stage_first_process; /* the last stage's first: the outputs' roots */
+    /* Micro-batches (job.stage_rows): a hidden state sent to the next stage in one job and received
+       there in the next, on a communicator of its own, which the job's end does not drain. A
+       failed job drops those in flight (pf__mpi_drop_stage_states). */
+    MPI_Comm stage_comm;
+    float *stage_out;             /* the last one sent, until it is received */
+    size_t stage_out_floats;
+    MPI_Request stage_request;    /* its send; MPI_REQUEST_NULL when none waits */
+    unsigned long long stage_sent, stage_received; /* so far, to the next stage and from the one before */
     int process_0_drives;         /* asked (every process alike) */
     int driven;                   /* process_0_drives, once the group is set up: CALLs flow */
     int following;                /* a follower inside pf_follow */
@@ -167,6 +183,8 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
         return PF_ERROR_DEVICE;
     }
     g->mpi = p;
+    p->stage_comm = MPI_COMM_NULL;
+    p->stage_request = MPI_REQUEST_NULL;
     MPI_Comm_set_errhandler(p->comm, MPI_ERRORS_RETURN); /* a failed call is an error, not an abort */
     MPI_Comm_rank(p->comm, &p->process);
     MPI_Comm_size(p->comm, &p->processes);
@@ -207,6 +225,8 @@ PF_PRIVATE pf_result pf__mpi_group_begin(pf__group *g, char *error, size_t error
                          "pipeline_stages %d does not divide the %d processes (every stage has as many)", stages,
                          p->processes);
     free(counts);
+    if (!res && stages > 1 && pf__mpi_failed(MPI_Comm_dup(p->comm, &p->stage_comm), error, error_size, "MPI_Comm_dup"))
+        res = PF_ERROR_DEVICE;
     if (res) return res;
     /* stage s: processes s x stage_processes on, layers s x layers / stages on; its ranks are the
        world of the collectives */
@@ -237,7 +257,17 @@ PF_PRIVATE void pf__mpi_group_end(pf__group *g) {
         quit.kind = PF__JOB_QUIT;
         for (int q = 1; q < p->processes; q++) MPI_Send(&quit, (int)sizeof quit, MPI_BYTE, q, PF__TAG_CALL, p->comm);
     }
+    if (!finalized && p->stage_request != MPI_REQUEST_NULL) { /* received by now, unless a failure dropped it */
+        int done = 0;
+        MPI_Test(&p->stage_request, &done, MPI_STATUS_IGNORE);
+        if (!done) {
+            MPI_Cancel(&p->stage_request);
+            MPI_Request_free(&p->stage_request);
+        }
+    }
+    if (!finalized && p->stage_comm != MPI_COMM_NULL) MPI_Comm_free(&p->stage_comm);
     if (!finalized) MPI_Comm_free(&p->comm);
+    free(p->stage_out);
     free(p->call);
     for (int i = 0; i < PF__CALL_OUTPUTS; i++) free(p->outputs[i]);
     free(p->gathered);
@@ -293,10 +323,10 @@ static int pf__mpi_pause(struct pf__mpi *p, int spins, const struct timespec *st
     return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) * 1e-9 > patience * p->timeout_s;
 }
 
-/* MPI_Probe of the next message from one of processes [first, end) (not this one, nor those
-   skip marks), in bounded time: *late is then the process given up (the first of them, which sent
-   nothing; or the one a LOST notice names), else -1. */
-static int pf__mpi_probe(struct pf__mpi *p, int first, int end, const unsigned char *skip, int patience,
+/* MPI_Probe of the next message on comm (the group's, or its stage_comm) from one of processes
+   [first, end) (not this one, nor those skip marks), in bounded time: *late is then the process
+   given up (the first of them, which sent nothing; or the one a LOST notice names), else -1. */
+static int pf__mpi_probe(struct pf__mpi *p, MPI_Comm comm, int first, int end, const unsigned char *skip, int patience,
                          MPI_Status *probed, int *late) {
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
@@ -305,7 +335,7 @@ static int pf__mpi_probe(struct pf__mpi *p, int first, int end, const unsigned c
         int waited_for = -1;
         for (int q = first; q < end; q++) {
             if (q == p->process || (skip && skip[q])) continue;
-            int found = 0, status = MPI_Iprobe(q, MPI_ANY_TAG, p->comm, &found, probed);
+            int found = 0, status = MPI_Iprobe(q, MPI_ANY_TAG, comm, &found, probed);
             if (status != MPI_SUCCESS) return status;
             if (found && probed->MPI_TAG == PF__TAG_LOST) {
                 status = pf__mpi_receive_lost(p, probed);
@@ -438,7 +468,7 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
     for (int q = first; q < end && status == MPI_SUCCESS && late < 0; q++) {
         for (int k = 0; q != p->process && k < L && status == MPI_SUCCESS; k++) {
             MPI_Status probed;
-            status = pf__mpi_probe(p, q, q + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
+            status = pf__mpi_probe(p, p->comm, q, q + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
             if (status != MPI_SUCCESS || late >= 0) break;
             if (probed.MPI_TAG == PF__TAG_END) {
                 status = pf__mpi_receive_end(p, q);
@@ -482,20 +512,53 @@ PF_PRIVATE const float *const *pf__mpi_exchange(pf__rank *leader, float *const *
     return p->world_in;
 }
 
+/* Waits, in bounded time, for the last hidden state sent across jobs to be received (the next stage
+   takes it in the job after the one that sent it). Returns the MPI status; *late: as
+   pf__mpi_wait_requests's. */
+static int pf__mpi_wait_stage_out(struct pf__mpi *p, int patience, int *late) {
+    *late = -1;
+    if (p->stage_request == MPI_REQUEST_NULL) return MPI_SUCCESS;
+    p->requests[0] = p->stage_request;
+    p->request_peer[0] = p->process + p->stage_processes;
+    int status = pf__mpi_wait_requests(p, 1, patience, late);
+    p->stage_request = p->requests[0]; /* MPI_REQUEST_NULL once complete */
+    return status;
+}
+
 /* Pipeline stages, on the leader (the process's rank 0): the hidden state x (count floats) to the
    process at this one's place in the next stage, waited for until sent: that process receives it
-   (or, failed, drains it at the job's end; lost, it does neither within the timeout). */
-PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
+   (or, failed, drains it at the job's end; lost, it does neither within the timeout). across_jobs
+   (micro-batches): that process takes it in the next job, so it is copied and left in flight, on
+   the stage communicator, once the one sent before it was received. */
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count, int across_jobs) {
     struct pf__mpi *p = leader->group->mpi;
     char message[PF__MESSAGE_SIZE];
     if (count > INT_MAX) {
         pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "MPI: a hidden state of %zu floats exceeds one message", count);
         return;
     }
-    int to = p->process + p->stage_processes, late = -1;
-    p->request_peer[0] = to;
-    int status = MPI_Isend(x, (int)count, MPI_FLOAT, to, PF__TAG_DATA, p->comm, &p->requests[0]);
-    if (status == MPI_SUCCESS) status = pf__mpi_wait_requests(p, 1, PF__PATIENCE_IN_JOB, &late);
+    int to = p->process + p->stage_processes, late = -1, status = MPI_SUCCESS;
+    if (across_jobs) {
+        status = pf__mpi_wait_stage_out(p, PF__PATIENCE_IN_JOB, &late);
+        if (status == MPI_SUCCESS && late < 0 && count > p->stage_out_floats) {
+            float *grown = (float *)realloc(p->stage_out, count * sizeof(float));
+            if (!grown) {
+                pf__rank_fail(leader, PF_ERROR_OUT_OF_MEMORY, "out of host memory for a hidden state");
+                return;
+            }
+            p->stage_out = grown;
+            p->stage_out_floats = count;
+        }
+        if (status == MPI_SUCCESS && late < 0) {
+            memcpy(p->stage_out, x, count * sizeof(float));
+            status = MPI_Isend(p->stage_out, (int)count, MPI_FLOAT, to, PF__TAG_DATA, p->stage_comm, &p->stage_request);
+            if (status == MPI_SUCCESS) p->stage_sent++;
+        }
+    } else {
+        p->request_peer[0] = to;
+        status = MPI_Isend(x, (int)count, MPI_FLOAT, to, PF__TAG_DATA, p->comm, &p->requests[0]);
+        if (status == MPI_SUCCESS) status = pf__mpi_wait_requests(p, 1, PF__PATIENCE_IN_JOB, &late);
+    }
     if (late >= 0) {
         pf__mpi_lose(p, late, "to send it the hidden state", 1);
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
@@ -503,15 +566,33 @@ PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t coun
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
 }
 
+/* Micro-batches, on the leader of a stage before the last, as a job begins: waits until the next
+   stage took the hidden state this one sent in the job before (it does so first thing). Without
+   this the transfer of a state larger than MPI's eager limit could wait for this process's next
+   MPI call, after its whole step, and the stages would run one after another again. */
+PF_PRIVATE void pf__mpi_stage_sent(pf__rank *leader) {
+    struct pf__mpi *p = leader->group->mpi;
+    char message[PF__MESSAGE_SIZE];
+    int late = -1, status = pf__mpi_wait_stage_out(p, PF__PATIENCE_IN_JOB, &late);
+    if (late >= 0) {
+        pf__mpi_lose(p, late, "for it to take the hidden state", 0);
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
+    } else if (pf__mpi_failed(status, message, sizeof message, "sending the hidden state to the next stage")) {
+        pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
+    }
+}
+
 /* Pipeline stages, on the leader: the hidden state x (count floats) from the process at this one's
    place in the stage before; the leader fails when that process ended the job instead (its
-   verdict), sent another size (different requests) or MPI failed. */
-PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
+   verdict), sent another size (different requests) or MPI failed. across_jobs (micro-batches): the
+   one it sent in the job before, on the stage communicator. */
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count, int across_jobs) {
     struct pf__mpi *p = leader->group->mpi;
     int from = p->process - p->stage_processes, sent = 0, late = -1;
+    MPI_Comm comm = across_jobs ? p->stage_comm : p->comm;
     char message[PF__MESSAGE_SIZE];
     MPI_Status probed;
-    int status = pf__mpi_probe(p, from, from + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
+    int status = pf__mpi_probe(p, comm, from, from + 1, NULL, PF__PATIENCE_IN_JOB, &probed, &late);
     if (late >= 0) {
         pf__mpi_lose(p, late, "for its hidden state", 0);
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", p->lost_message);
@@ -532,7 +613,8 @@ PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) 
                           count);
             return;
         }
-        status = MPI_Recv(x, (int)count, MPI_FLOAT, from, PF__TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+        status = MPI_Recv(x, (int)count, MPI_FLOAT, from, PF__TAG_DATA, comm, MPI_STATUS_IGNORE);
+        if (status == MPI_SUCCESS && across_jobs) p->stage_received++;
     }
     if (pf__mpi_failed(status, message, sizeof message, "receiving the hidden state from the stage before"))
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
@@ -548,7 +630,7 @@ static int pf__mpi_drain(struct pf__mpi *p, int *late) {
         MPI_Status probed;
         int bytes = 0, status = MPI_SUCCESS;
         while (status == MPI_SUCCESS) { /* DATA, until END */
-            status = pf__mpi_probe(p, 0, p->processes, p->ended, PF__PATIENCE_JOB_END, &probed, late);
+            status = pf__mpi_probe(p, p->comm, 0, p->processes, p->ended, PF__PATIENCE_JOB_END, &probed, late);
             if (status != MPI_SUCCESS || *late >= 0) return status;
             int q = probed.MPI_SOURCE;
             if (probed.MPI_TAG == PF__TAG_END) {
@@ -569,6 +651,33 @@ static int pf__mpi_drain(struct pf__mpi *p, int *late) {
     return MPI_SUCCESS;
 }
 
+/* After a step of micro-batches every process knows failed: the hidden states in flight across jobs
+   are dropped, as the batcher ends the requests whose steps they carry. This process receives
+   what the stage before sent that it did not take (that process's END counts them), then waits
+   until the next stage took what this one sent. In bounded time: *late is then the process given up. */
+static int pf__mpi_drop_stage_states(struct pf__mpi *p, int *late) {
+    int from = p->process - p->stage_processes, status = MPI_SUCCESS;
+    *late = -1;
+    if (p->stage_comm == MPI_COMM_NULL) return MPI_SUCCESS;
+    while (from >= 0 && p->stage_received < p->verdicts[from].stage_sent) {
+        MPI_Status probed;
+        int bytes = 0;
+        status = pf__mpi_probe(p, p->stage_comm, from, from + 1, NULL, PF__PATIENCE_JOB_END, &probed, late);
+        if (status != MPI_SUCCESS || *late >= 0) return status;
+        MPI_Get_count(&probed, MPI_BYTE, &bytes);
+        if ((size_t)bytes > p->drain_bytes) {
+            char *grown = (char *)realloc(p->drain, (size_t)bytes);
+            if (!grown) return MPI_ERR_NO_MEM;
+            p->drain = grown;
+            p->drain_bytes = (size_t)bytes;
+        }
+        status = MPI_Recv(p->drain, bytes, MPI_BYTE, from, probed.MPI_TAG, p->stage_comm, MPI_STATUS_IGNORE);
+        if (status != MPI_SUCCESS) return status;
+        p->stage_received++;
+    }
+    return pf__mpi_wait_stage_out(p, PF__PATIENCE_JOB_END, late);
+}
+
 /* On the caller's thread, after this process's ranks ended the job (local: their first error, its
    text in message): sends END to every other process and receives theirs. Returns the job's result
    on every process alike: the first process's own failure (not one it took from another), with its
@@ -580,6 +689,8 @@ PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *messag
     mine->code = (int)local;
     mine->propagated = p->peer_failed;
     mine->lost = p->lost;
+    mine->stage_sent = p->stage_sent;
+    mine->micro_batches = g->job.kind == PF__JOB_FORWARD && g->job.stage_rows;
     snprintf(mine->message, sizeof mine->message, "%s", p->lost >= 0 ? p->lost_message : local ? message : "");
     int sends = 0, status = MPI_SUCCESS, late = -1;
     for (int q = 0; q < p->processes && status == MPI_SUCCESS; q++)
@@ -606,6 +717,18 @@ PF_PRIVATE pf_result pf__mpi_end_job(pf__group *g, pf_result local, char *messag
         if (v->code && (first < 0 || (p->verdicts[first].propagated && !v->propagated))) first = q;
     }
     if (first < 0) return PF_OK;
+    /* a failed step of micro-batches ends the batcher's requests: the hidden states in the stages go
+       too (process 0 knows the job: a follower that could not start it may not); after another job
+       (a failed LOGITS job between micro-batches) they are kept for the next step */
+    if (p->verdicts[0].micro_batches) status = pf__mpi_drop_stage_states(p, &late);
+    if (late >= 0) {
+        pf__mpi_lose(p, late, "for the hidden states a failed job left", 0);
+        return pf__format(message, message_size, PF_ERROR_DEVICE, "%s", p->lost_message);
+    }
+    if (status != MPI_SUCCESS) {
+        pf__mpi_failed(status, message, message_size, "dropping the hidden states a failed job left");
+        return PF_ERROR_DEVICE;
+    }
     const pf__mpi_verdict *v = &p->verdicts[first];
     char text[PF__MESSAGE_SIZE];
     snprintf(text, sizeof text, "%s", v->message);
@@ -722,6 +845,8 @@ static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__jo
     c.kind = (int)kind;
 #ifdef PF_TESTING
     c.check_device_choices = pf_testing_check_device_choices;
+    c.fail_process = __atomic_exchange_n(&pf_testing_follower_fail[0], 0, __ATOMIC_ACQ_REL); /* set by a test's thread */
+    c.fail_rank = pf_testing_follower_fail[1], c.fail_countdown = pf_testing_follower_fail[2];
 #endif
     if (job) {
         c.batch = job->step.batch, c.seq_len = job->step.seq_len, c.past = job->step.past, c.cross_len = job->step.cross_len;
@@ -903,6 +1028,7 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
         }
 #ifdef PF_TESTING
         pf_testing_check_device_choices = c.check_device_choices;
+        if (c.fail_process == p->process) pf_testing_fail_rank = c.fail_rank, pf_testing_fail_countdown = c.fail_countdown;
 #endif
         p->following = 1;
         *which = i;
@@ -941,12 +1067,13 @@ PF_PRIVATE pf_result pf__mpi_begin_job(pf__group *g, pf__job_kind kind, const pf
     return PF_OK;
 }
 PF_PRIVATE void pf__mpi_group_ready(pf__group *g) { (void)g; }
-PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count) {
-    (void)x, (void)count;
+PF_PRIVATE void pf__mpi_stage_send(pf__rank *leader, const float *x, size_t count, int across_jobs) {
+    (void)x, (void)count, (void)across_jobs;
     pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
 }
-PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count) {
-    (void)x, (void)count;
+PF_PRIVATE void pf__mpi_stage_sent(pf__rank *leader) { pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI"); }
+PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count, int across_jobs) {
+    (void)x, (void)count, (void)across_jobs;
     pf__rank_fail(leader, PF_ERROR_UNSUPPORTED, "this build has no MPI");
 }
 #ifdef PF_CUDA

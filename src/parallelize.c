@@ -125,8 +125,11 @@ static pf_result pf__to_cpu_locked(pf_model *m) {
     if (!m->loaded) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model did not load");
     pf__group *g = m->group;
     if (!g || (g->num_ranks == 1 && !g->mpi && g->ranks[0].backend == &pf__cpu_backend)) return PF_OK;
-    if (g->mpi) /* the other processes' slices are theirs */
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_to_cpu: a model split across processes cannot be gathered into one");
+    if (g->mpi) /* the other processes' slices are in their memory, often other hosts' */
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pf_to_cpu: the model is split across processes (across_processes): "
+                        "gathering it would bring every other process's slices (another host's memory, what the split "
+                        "is for) into each one; to hold it whole in each process, call pf_parallelize without "
+                        "across_processes on every process, which loads it from the checkpoint there");
 
     /* Gather every slice into full host arrays, then build one CPU rank from them. */
     size_t num_slots = pf__num_slots(&m->config);

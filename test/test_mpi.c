@@ -7,7 +7,8 @@
    With --driven the models across processes are split with process_0_drives: process 0 alone
    makes the calls and compares, the others follow (pf_follow) each model in the same order. With
    --stages S the processes form S pipeline stages (decoders: each stage its layers, tensor
-   parallel over its P / S x L ranks), compared with P / S x L ranks in one process.
+   parallel over its P / S x L ranks), compared with P / S x L ranks in one process; with both,
+   process 0's threads also make concurrent requests, whose decode steps run as micro-batches.
      mpirun -np P build/mpi/test_mpi test/fixtures L [--driven] [--stages S]
      mpirun -np P build/mpi/test_mpi test/fixtures L --kill-after-ms MS [--stop] [--timeout-ms T] [--driven]
        [--stages S]  (test/test_mpi_kill.sh)
@@ -18,6 +19,7 @@
    a rank failing in the last process, which fails the request everywhere with its message and
    breaks the communicators until pf_parallelize makes new ones; and test_mpi_kill.sh's cases. */
 #include <mpi.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,6 +240,24 @@ static void follow_fixture(const char *name) {
     pf_free(m);
 }
 
+/* pf_to_cpu of a model split across processes is refused (each process would have to take every
+   other one's slices, often another host's memory), naming what to call instead, and the model
+   runs on as it was, across processes. */
+static void test_to_cpu_refused(void) {
+    pf_model *m = load_split("gpt2-tiny", 1);
+    if (!m) return;
+    pf_result r = pf_to_cpu(m);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "without across_processes"),
+              "process %d: pf_to_cpu across processes gives %d, \"%s\"", process, (int)r, pf_error_message(m));
+    int32_t ids[4] = {1, 2, 3, 4};
+    float *logits = (float *)malloc(4 * (size_t)pf_get_info(m).vocab_size * sizeof(float));
+    r = pf_forward(m, ids, 1, 4, logits);
+    CHECK_MSG(r == PF_OK && pf_num_ranks(m) == local_ranks, "process %d: the request after pf_to_cpu was refused: %s",
+              process, pf_error_message(m));
+    free(logits);
+    pf_free(m);
+}
+
 /* --driven, process 0: pf_follow is the other processes' call. */
 static void test_driver_cannot_follow(void) {
     pf_model *m = load_split("gpt2-tiny", 1);
@@ -298,6 +318,133 @@ static void test_stages_refused(void) {
                   "%s in %d stages gives %d, \"%s\"", names[i], stages, (int)r, pf_error_message(m));
         pf_free(m);
     }
+}
+
+/* --stages --driven: requests from several threads of process 0 at once (prompts of their own
+   lengths; greedy, or seeded sampling of one or two sequences; some streamed, a callback stopping
+   one early), whose decode steps run as micro-batches: groups of requests in different stages in
+   the same job. Each must get the tokens it gets alone from one process with a stage's ranks, bit
+   for bit. A round of as many requests at once, long enough that the groups fill the stages, must
+   have run two or more stages at once (pf_testing_stages_overlapped), else the test proves nothing. */
+#define MICRO_WORKERS 5
+#define MICRO_CALLS 4
+typedef struct micro_worker {
+    pf_model *model;
+    int index, round, failures;
+    int32_t results[MICRO_CALLS][48];
+    int lengths[MICRO_CALLS];
+    pf_result errors[MICRO_CALLS];
+    char message[256]; /* the first failure's */
+} micro_worker;
+
+static int stop_after_four(void *user, int row, int32_t token, const char *text, size_t text_len) {
+    (void)row, (void)token, (void)text, (void)text_len;
+    return ++*(int *)user >= 4;
+}
+
+/* Call `call` of worker w: in round 0 short and varied (admissions while others run), in round 1
+   all long (the groups run without admissions once all arrived). */
+static void micro_call(int w, int call, int round, int32_t *prompt, int *prompt_len, pf_generate_options *o, int *streamed) {
+    *prompt_len = 2 + (w * 3 + call * 5) % 9;
+    for (int i = 0; i < *prompt_len; i++) prompt[i] = (int32_t)(17 + w * 31 + call * 7 + i * 13) % 250;
+    *o = pf_generate_options_init();
+    o->max_new_tokens = round ? 12 + w : 3 + (w + call) % 8;
+    o->ignore_eos = 1;
+    o->do_sample = (w + call) % 2;
+    o->temperature = 1.3f;
+    o->seed = (uint64_t)(w * 100 + call + 1000 * round);
+    o->num_return_sequences = o->do_sample && call % 3 == 0 ? 2 : 1;
+    *streamed = 0;
+    if (!round && w == 1 && o->num_return_sequences == 1) { /* a stream whose callback stops it after 4 tokens */
+        o->stream = stop_after_four;
+        o->stream_user = streamed;
+    }
+}
+
+static void *micro_worker_main(void *arg) {
+    micro_worker *w = (micro_worker *)arg;
+    for (int call = 0; call < (w->round ? 1 : MICRO_CALLS); call++) {
+        int32_t prompt[16];
+        int len, streamed;
+        pf_generate_options o;
+        micro_call(w->index, call, w->round, prompt, &len, &o, &streamed);
+        w->errors[call] = pf_generate(w->model, prompt, len, &o, w->results[call], 48, &w->lengths[call]);
+        if (w->errors[call] && !w->failures++) snprintf(w->message, sizeof w->message, "%s", pf_error_message(w->model));
+    }
+    return NULL;
+}
+
+/* A round of requests on `across` from MICRO_WORKERS threads at once, each request that succeeded
+   compared with the same request on `alone`. With fail_rank >= 0, once micro-batches run, the last
+   process's rank fail_rank fails its next matmul (pf_testing_follower_fail). */
+static void micro_round(pf_model *across, pf_model *alone, int round, int fail_rank, int *failures, int *mismatches,
+                        char *message, size_t message_size) {
+    static micro_worker workers[MICRO_WORKERS];
+    pthread_t threads[MICRO_WORKERS];
+    int overlapped = __atomic_load_n(&pf_testing_stages_overlapped, __ATOMIC_RELAXED);
+    for (int i = 0; i < MICRO_WORKERS; i++) {
+        memset(&workers[i], 0, sizeof workers[i]);
+        workers[i].model = across, workers[i].index = i, workers[i].round = round;
+        pthread_create(&threads[i], NULL, micro_worker_main, &workers[i]);
+    }
+    for (int waited = 0; fail_rank >= 0 && waited < 20000; waited++) { /* up to 20 s for the micro-batches */
+        if (__atomic_load_n(&pf_testing_stages_overlapped, __ATOMIC_RELAXED) > overlapped) {
+            pf_testing_follower_fail[1] = fail_rank, pf_testing_follower_fail[2] = 1;
+            __atomic_store_n(&pf_testing_follower_fail[0], processes - 1, __ATOMIC_RELEASE);
+            break;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    for (int i = 0; i < MICRO_WORKERS; i++) pthread_join(threads[i], NULL);
+    *failures = 0, *mismatches = 0, message[0] = 0;
+    for (int i = 0; i < MICRO_WORKERS; i++) {
+        *failures += workers[i].failures;
+        if (workers[i].failures && !message[0]) snprintf(message, message_size, "%s", workers[i].message);
+        for (int call = 0; call < (round ? 1 : MICRO_CALLS); call++) {
+            int32_t prompt[16], out[48];
+            int len, n = 0, streamed;
+            pf_generate_options o;
+            if (workers[i].errors[call]) continue;
+            micro_call(i, call, round, prompt, &len, &o, &streamed);
+            pf_result r = pf_generate(alone, prompt, len, &o, out, 48, &n);
+            *mismatches += r != PF_OK || n != workers[i].lengths[call] || memcmp(out, workers[i].results[call], (size_t)n * 4);
+        }
+    }
+}
+
+/* Rounds 0 and 1, then round 1 with the last stage's rank failing a step of micro-batches: the
+   requests it ran fail with its message on process 0, the hidden states in the stages are dropped,
+   and round 1 again runs as micro-batches with every token right (a state left in flight would be
+   taken for the next group's). */
+static void test_micro_batches(const char *name) {
+    pf_model *across = load_split(name, 1), *alone = load_split(name, 0);
+    static const int rounds[4] = {0, 1, 1, 1};
+    for (int k = 0; across && alone && k < 4; k++) {
+        int failures, mismatches, failing = k == 2;
+        int overlapped = __atomic_load_n(&pf_testing_stages_overlapped, __ATOMIC_RELAXED);
+        char message[256];
+        micro_round(across, alone, rounds[k], failing ? tp_ranks - 1 : -1, &failures, &mismatches, message, sizeof message);
+        if (failing)
+            CHECK_MSG(failures > 0 && strstr(message, "injected failure"),
+                      "%s: a rank failing in micro-batches fails %d requests (\"%s\")", name, failures, message);
+        else
+            CHECK_MSG(failures == 0, "%s, round %d: %d concurrent requests in %d stages failed (%s)", name, k, failures,
+                      stages, message);
+        CHECK_MSG(mismatches == 0, "%s, round %d: %d concurrent requests in %d stages differ from the same request "
+                  "alone in one process", name, k, mismatches, stages);
+        if (k == 1 || k == 3)
+            CHECK_MSG(__atomic_load_n(&pf_testing_stages_overlapped, __ATOMIC_RELAXED) > overlapped,
+                      "%s, round %d: no job ran micro-batches in two stages at once", name, k);
+    }
+    pf_free(across);
+    pf_free(alone);
+}
+
+/* A follower's side of test_micro_batches: the injected failure is process 0's to set. */
+static void follow_micro_batches(const char *name) {
+    follow_fixture(name);
+    pf_testing_fail_rank = -1;
 }
 
 /* --stages, SPMD: the last process's last rank (in the last stage) fails a matmul: the request fails
@@ -576,6 +723,13 @@ int main(int argc, char **argv) {
         RUN("gpt2-hub", test_decoder("gpt2-hub", 0));
         RUN("qwen3_moe", test_decoder("qwen3_moe", 0));
         prefill_chunk = 0;
+        if (driven) { /* concurrent requests: their decode steps as micro-batches through the stages */
+            for (int i = 0; i < 2; i++) {
+                const char *name = i ? "qwen3_moe" : "gpt2-hub";
+                if (process) follow_micro_batches(name);
+                else test_micro_batches(name);
+            }
+        }
 #undef RUN
         if (!driven) test_stage_failure();
         int counts[2] = {test_passed, test_failed}, totals[2] = {0, 0};
@@ -603,6 +757,7 @@ int main(int argc, char **argv) {
     RUN("visual-bert-vqa", test_encoder("visual-bert-vqa", "hidden.bin")); /* a step's regions and their counts */
     RUN("bart-s2s", test_encoder_decoder("bart-s2s"));
     RUN("t5-s2s", test_encoder_decoder("t5-s2s"));
+    RUN("gpt2-tiny", test_to_cpu_refused());
 #undef RUN
     if (driven) {
         if (process) follow_fixture("gpt2-tiny");

@@ -30,6 +30,10 @@ extern int pf_testing_moe_fault;
 extern int pf_testing_fail_rank, pf_testing_fail_countdown;
 /* Nonzero: a follower's next step (pf_follow) fails before its ranks start; reset once used. */
 extern int pf_testing_follower_refuses;
+/* On process 0 of a driven group: {process, rank, countdown}, process > 0: that follower's
+   pf_testing_fail_rank and pf_testing_fail_countdown are set with the next step it gets; then
+   process is reset to 0. Set process last (the batcher's thread reads it). */
+extern int pf_testing_follower_fail[3];
 /* Rank pf_testing_skip_reduce_rank (-1: none) skips its pf_testing_skip_reduce_countdown-th
    all-reduce, for the check that every rank enters the same collectives. */
 extern int pf_testing_skip_reduce_rank, pf_testing_skip_reduce_countdown;
@@ -108,6 +112,8 @@ extern int pf_testing_device_samples;
 extern int pf_testing_check_device_choices;
 /* The most rows one batched decode step ran. */
 extern int pf_testing_batch_rows;
+/* Batched decode jobs in which two or more pipeline stages each ran a micro-batch's step. */
+extern int pf_testing_stages_overlapped;
 /* Requests waiting in the batcher's queue. */
 int pf_testing_batch_queued(pf_model *m);
 /* Requests that began and have not ended (pf_free waits for them), and whether pf_free began. */
