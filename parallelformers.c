@@ -23252,12 +23252,12 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q5_tile_vnni(float *out, size_
                     _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_NEAR), _MM_HINT_T0);
                 pf__nibbles_load_vnni(wv, blocks, at, (int)bits_at + 4);
                 __m512i fifth = _mm512_i32gather_epi32(slot_offsets, (const int *)(blocks + bits_at), 1);
-                __m256i low = _mm512_cvtepi32_epi16(fifth), high = _mm512_cvtepi32_epi16(_mm512_srli_epi32(fifth, 16));
-                PF__UNROLL for (int q = 0; q < 4; q++) { /* slots 4q.. 4q + 3: bits of values 0-15, then 16-31 */
-                    wv[q] = _mm512_mask_mov_epi8(wv[q], (__mmask64)_mm256_extract_epi64(low, q),
-                                                 _mm512_or_si512(wv[q], _mm512_set1_epi8(16)));
-                    wv[4 + q] = _mm512_mask_mov_epi8(wv[4 + q], (__mmask64)_mm256_extract_epi64(high, q),
-                                                     _mm512_or_si512(wv[4 + q], _mm512_set1_epi8(16)));
+                uint64_t low[4], high[4]; /* per slot 4q.. 4q + 3: the bits of values 0-15 (low), 16-31 (high) */
+                _mm256_storeu_si256((__m256i *)low, _mm512_cvtepi32_epi16(fifth));
+                _mm256_storeu_si256((__m256i *)high, _mm512_cvtepi32_epi16(_mm512_srli_epi32(fifth, 16)));
+                PF__UNROLL for (int q = 0; q < 4; q++) {
+                    wv[q] = _mm512_mask_mov_epi8(wv[q], (__mmask64)low[q], _mm512_or_si512(wv[q], _mm512_set1_epi8(16)));
+                    wv[4 + q] = _mm512_mask_mov_epi8(wv[4 + q], (__mmask64)high[q], _mm512_or_si512(wv[4 + q], _mm512_set1_epi8(16)));
                 }
                 __m512i factors = _mm512_i32gather_epi32(offsets, (const int *)blocks, 1); /* d, then m */
                 __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(factors));
@@ -39551,6 +39551,35 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
     }
 }
 
+/* After a decode step (job): each running request of micro-group `group` (-1: every one), in the
+   job's row order, takes its rows' logits and samples; requests that end are finished (the
+   batcher's mutex is taken for that), the others keep running. */
+static void pf__batch_take_step(pf_model *m, pf__batcher *b, const pf__job *job, int group) {
+    int offset = 0;
+    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
+        pf__batch_request *next = q->next;
+        if (group >= 0 && q->micro_group != group) {
+            link = &q->next;
+            q = next;
+            continue;
+        }
+        int finished = 0;
+        pf__batch_hand_out(m, q, job, offset);
+        offset += q->st.num_rows;
+        pf_result qr = pf__batch_sample(b, q, &finished);
+        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
+        if (qr || finished) {
+            pthread_mutex_lock(&b->mutex);
+            *link = next;
+            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
+            pthread_mutex_unlock(&b->mutex);
+        } else {
+            link = &q->next;
+        }
+        q = next;
+    }
+}
+
 /* One decode step of every running row at the clock, then each request's sampling. Requests that
    end are finished (the batcher's mutex is taken for that). */
 static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
@@ -39576,24 +39605,7 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
     if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
 #endif
     b->clock++;
-    int offset = 0;
-    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
-        pf__batch_request *next = q->next;
-        int finished = 0;
-        pf__batch_hand_out(m, q, &job, offset);
-        offset += q->st.num_rows;
-        pf_result qr = pf__batch_sample(b, q, &finished);
-        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
-        if (qr || finished) {
-            pthread_mutex_lock(&b->mutex);
-            *link = next;
-            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
-            pthread_mutex_unlock(&b->mutex);
-        } else {
-            link = &q->next;
-        }
-        q = next;
-    }
+    pf__batch_take_step(m, b, &job, -1);
     return PF_OK;
 }
 
@@ -39746,29 +39758,7 @@ static pf_result pf__batch_micro_step(pf_model *m, pf__batcher *b) {
     if (leaving < 0) return PF_OK;
     b->group_busy[leaving] = 0;
     b->group_clock[leaving]++;
-    int offset = 0;
-    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
-        pf__batch_request *next = q->next;
-        if (q->micro_group != leaving) {
-            link = &q->next;
-            q = next;
-            continue;
-        }
-        int finished = 0;
-        pf__batch_hand_out(m, q, &job, offset);
-        offset += q->st.num_rows;
-        pf_result qr = pf__batch_sample(b, q, &finished);
-        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
-        if (qr || finished) {
-            pthread_mutex_lock(&b->mutex);
-            *link = next;
-            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
-            pthread_mutex_unlock(&b->mutex);
-        } else {
-            link = &q->next;
-        }
-        q = next;
-    }
+    pf__batch_take_step(m, b, &job, leaving);
     return PF_OK;
 }
 

@@ -252,6 +252,35 @@ static void pf__batch_prefill(pf_model *m, pf__batcher *b, pf__batch_request *ad
     }
 }
 
+/* After a decode step (job): each running request of micro-group `group` (-1: every one), in the
+   job's row order, takes its rows' logits and samples; requests that end are finished (the
+   batcher's mutex is taken for that), the others keep running. */
+static void pf__batch_take_step(pf_model *m, pf__batcher *b, const pf__job *job, int group) {
+    int offset = 0;
+    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
+        pf__batch_request *next = q->next;
+        if (group >= 0 && q->micro_group != group) {
+            link = &q->next;
+            q = next;
+            continue;
+        }
+        int finished = 0;
+        pf__batch_hand_out(m, q, job, offset);
+        offset += q->st.num_rows;
+        pf_result qr = pf__batch_sample(b, q, &finished);
+        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
+        if (qr || finished) {
+            pthread_mutex_lock(&b->mutex);
+            *link = next;
+            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
+            pthread_mutex_unlock(&b->mutex);
+        } else {
+            link = &q->next;
+        }
+        q = next;
+    }
+}
+
 /* One decode step of every running row at the clock, then each request's sampling. Requests that
    end are finished (the batcher's mutex is taken for that). */
 static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
@@ -277,24 +306,7 @@ static pf_result pf__batch_step(pf_model *m, pf__batcher *b) {
     if (n > pf_testing_batch_rows) pf_testing_batch_rows = n;
 #endif
     b->clock++;
-    int offset = 0;
-    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
-        pf__batch_request *next = q->next;
-        int finished = 0;
-        pf__batch_hand_out(m, q, &job, offset);
-        offset += q->st.num_rows;
-        pf_result qr = pf__batch_sample(b, q, &finished);
-        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
-        if (qr || finished) {
-            pthread_mutex_lock(&b->mutex);
-            *link = next;
-            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
-            pthread_mutex_unlock(&b->mutex);
-        } else {
-            link = &q->next;
-        }
-        q = next;
-    }
+    pf__batch_take_step(m, b, &job, -1);
     return PF_OK;
 }
 
@@ -447,29 +459,7 @@ static pf_result pf__batch_micro_step(pf_model *m, pf__batcher *b) {
     if (leaving < 0) return PF_OK;
     b->group_busy[leaving] = 0;
     b->group_clock[leaving]++;
-    int offset = 0;
-    for (pf__batch_request *q = b->running, **link = &b->running; q;) {
-        pf__batch_request *next = q->next;
-        if (q->micro_group != leaving) {
-            link = &q->next;
-            q = next;
-            continue;
-        }
-        int finished = 0;
-        pf__batch_hand_out(m, q, &job, offset);
-        offset += q->st.num_rows;
-        pf_result qr = pf__batch_sample(b, q, &finished);
-        if (!qr && finished) qr = pf__generation_results(&q->st, q->result);
-        if (qr || finished) {
-            pthread_mutex_lock(&b->mutex);
-            *link = next;
-            pf__batch_finish(b, q, qr, qr ? pf_error_message(m) : "");
-            pthread_mutex_unlock(&b->mutex);
-        } else {
-            link = &q->next;
-        }
-        q = next;
-    }
+    pf__batch_take_step(m, b, &job, leaving);
     return PF_OK;
 }
 

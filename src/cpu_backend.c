@@ -1834,12 +1834,12 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q5_tile_vnni(float *out, size_
                     _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_NEAR), _MM_HINT_T0);
                 pf__nibbles_load_vnni(wv, blocks, at, (int)bits_at + 4);
                 __m512i fifth = _mm512_i32gather_epi32(slot_offsets, (const int *)(blocks + bits_at), 1);
-                __m256i low = _mm512_cvtepi32_epi16(fifth), high = _mm512_cvtepi32_epi16(_mm512_srli_epi32(fifth, 16));
-                PF__UNROLL for (int q = 0; q < 4; q++) { /* slots 4q.. 4q + 3: bits of values 0-15, then 16-31 */
-                    wv[q] = _mm512_mask_mov_epi8(wv[q], (__mmask64)_mm256_extract_epi64(low, q),
-                                                 _mm512_or_si512(wv[q], _mm512_set1_epi8(16)));
-                    wv[4 + q] = _mm512_mask_mov_epi8(wv[4 + q], (__mmask64)_mm256_extract_epi64(high, q),
-                                                     _mm512_or_si512(wv[4 + q], _mm512_set1_epi8(16)));
+                uint64_t low[4], high[4]; /* per slot 4q.. 4q + 3: the bits of values 0-15 (low), 16-31 (high) */
+                _mm256_storeu_si256((__m256i *)low, _mm512_cvtepi32_epi16(fifth));
+                _mm256_storeu_si256((__m256i *)high, _mm512_cvtepi32_epi16(_mm512_srli_epi32(fifth, 16)));
+                PF__UNROLL for (int q = 0; q < 4; q++) {
+                    wv[q] = _mm512_mask_mov_epi8(wv[q], (__mmask64)low[q], _mm512_or_si512(wv[q], _mm512_set1_epi8(16)));
+                    wv[4 + q] = _mm512_mask_mov_epi8(wv[4 + q], (__mmask64)high[q], _mm512_or_si512(wv[4 + q], _mm512_set1_epi8(16)));
                 }
                 __m512i factors = _mm512_i32gather_epi32(offsets, (const int *)blocks, 1); /* d, then m */
                 __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(factors));
