@@ -20930,6 +20930,16 @@ PF_PRIVATE void pf__mpi_stage_receive(pf__rank *leader, float *x, size_t count, 
         pf__rank_fail(leader, PF_ERROR_DEVICE, "%s", message);
 }
 
+/* Room in the drain buffer (received messages nobody takes) for a message of `bytes`; -1 without memory. */
+static int pf__mpi_drain_room(struct pf__mpi *p, size_t bytes) {
+    if (bytes <= p->drain_bytes) return 0;
+    char *grown = (char *)realloc(p->drain, bytes);
+    if (!grown) return -1;
+    p->drain = grown;
+    p->drain_bytes = bytes;
+    return 0;
+}
+
 /* Receives every other process's END, and what each sent before it (DATA of exchanges this process
    left), whichever comes first; stops early when the group is lost (an END or a notice says so). In
    bounded time: *late is then the process given up. */
@@ -20948,12 +20958,7 @@ static int pf__mpi_drain(struct pf__mpi *p, int *late) {
                 break;
             }
             MPI_Get_count(&probed, MPI_BYTE, &bytes);
-            if ((size_t)bytes > p->drain_bytes) {
-                char *grown = (char *)realloc(p->drain, (size_t)bytes);
-                if (!grown) return MPI_ERR_NO_MEM;
-                p->drain = grown;
-                p->drain_bytes = (size_t)bytes;
-            }
+            if (pf__mpi_drain_room(p, (size_t)bytes)) return MPI_ERR_NO_MEM;
             status = MPI_Recv(p->drain, bytes, MPI_BYTE, q, probed.MPI_TAG, p->comm, MPI_STATUS_IGNORE);
         }
         if (status != MPI_SUCCESS) return status;
@@ -20975,12 +20980,7 @@ static int pf__mpi_drop_stage_states(struct pf__mpi *p, int *late) {
         status = pf__mpi_probe(p, p->stage_comm, from, from + 1, NULL, PF__PATIENCE_JOB_END, &probed, late);
         if (status != MPI_SUCCESS || *late >= 0) return status;
         MPI_Get_count(&probed, MPI_BYTE, &bytes);
-        if ((size_t)bytes > p->drain_bytes) {
-            char *grown = (char *)realloc(p->drain, (size_t)bytes);
-            if (!grown) return MPI_ERR_NO_MEM;
-            p->drain = grown;
-            p->drain_bytes = (size_t)bytes;
-        }
+        if (pf__mpi_drain_room(p, (size_t)bytes)) return MPI_ERR_NO_MEM;
         status = MPI_Recv(p->drain, bytes, MPI_BYTE, from, probed.MPI_TAG, p->stage_comm, MPI_STATUS_IGNORE);
         if (status != MPI_SUCCESS) return status;
         p->stage_received++;

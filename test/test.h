@@ -119,6 +119,11 @@ typedef struct test_encoder_reference {
     int32_t entity_positions[TEST_ENCODER_ROWS][TEST_MAX_ENTITIES * TEST_MAX_MENTION]; /* mention_length each, -1 padded */
 } test_encoder_reference;
 int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /* 0 on success */
+/* The reference's rows through pf_encode, or the call that takes what the reference has beside the
+   tokens (boxes, global: [rows] pointers to the reference's own rows). */
+pf_result test_encode_reference(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
+                                const int32_t *const *types, const int32_t *const *boxes,
+                                const int32_t *const *global, pf_encoding **e);
 
 /* Each test file of test_parallelformers provides one entry point, called from test_main.c. */
 void test_tokenizer(void);

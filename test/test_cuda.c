@@ -1470,26 +1470,6 @@ static int cuda_available(char *reason, size_t size) {
 
 static int compare_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The reference's rows through pf_encode, pf_encode_layout with a layout model's boxes,
-   pf_encode_regions with VisualBERT's regions, or pf_encode_entities with LUKE's entities. */
-static pf_result encode_reference_rows(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
-                                       const int32_t *const *types, const int32_t *const *boxes, pf_encoding **e) {
-    const float *regions[TEST_ENCODER_ROWS];
-    const int32_t *entity_ids[TEST_ENCODER_ROWS], *entity_positions[TEST_ENCODER_ROWS];
-    for (int b = 0; b < ref->rows; b++) {
-        regions[b] = ref->regions[b];
-        entity_ids[b] = ref->entity_ids[b];
-        entity_positions[b] = ref->entity_positions[b];
-    }
-    if (ref->has_entities)
-        return pf_encode_entities(m, ids, types, entity_ids, entity_positions, ref->num_entities, ref->mention_length,
-                                  ref->lengths, ref->rows, e);
-    return ref->has_boxes     ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
-           : ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
-                                                  ref->rows, e)
-                              : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
-}
-
 /* The largest difference of two encodings' pooled outputs and projected embeddings (RetriBERT's
    document ones too; 0 where neither has them). */
 static float pooled_and_embeds_diff(const pf_encoding *got, const pf_encoding *want) {
@@ -1522,9 +1502,9 @@ static void test_encoder(const char *name) {
         CHECK_MSG(0, "%s: reference.txt unreadable", name);
         return;
     }
-    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS], *boxes[TEST_ENCODER_ROWS];
+    const int32_t *ids[TEST_ENCODER_ROWS], *types[TEST_ENCODER_ROWS], *boxes[TEST_ENCODER_ROWS], *global[TEST_ENCODER_ROWS];
     for (int b = 0; b < ref.rows; b++)
-        ids[b] = ref.ids[b], types[b] = ref.has_types ? ref.types[b] : NULL, boxes[b] = ref.boxes[b];
+        ids[b] = ref.ids[b], types[b] = ref.has_types ? ref.types[b] : NULL, boxes[b] = ref.boxes[b], global[b] = ref.global[b];
     pf_encoding *want = NULL;
     pf_model *m = NULL;
     pf_result r = pf_load(dir, NULL, &m);
@@ -1532,7 +1512,7 @@ static void test_encoder(const char *name) {
     po.device = PF_DEVICE_CPU;
     po.max_batch = ref.rows;
     if (r == PF_OK) r = pf_parallelize(m, 1, &po);
-    if (r == PF_OK) r = encode_reference_rows(m, &ref, ids, types, boxes, &want);
+    if (r == PF_OK) r = test_encode_reference(m, &ref, ids, types, boxes, global, &want);
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     int xlm = (!strncmp(name, "xlm", 3) && strncmp(name, "xlm-roberta", 11)) || !strncmp(name, "flaubert", 8);
     int uneven = !strncmp(name, "convbert", 8) || !strncmp(name, "visual-bert", 11) || !strncmp(name, "funnel", 6) ||
@@ -1546,7 +1526,7 @@ static void test_encoder(const char *name) {
         po.dtype = PF_DTYPE_F32;
         po.max_batch = ref.rows;
         pf_result rr = pf_parallelize(m, ranks, &po);
-        if (rr == PF_OK) rr = encode_reference_rows(m, &ref, ids, types, boxes, &got);
+        if (rr == PF_OK) rr = test_encode_reference(m, &ref, ids, types, boxes, global, &got);
         CHECK_MSG(rr == PF_OK, "%s on %d GPU ranks: %s", name, ranks, pf_error_message(m));
         if (rr) continue;
         size_t tokens = (size_t)want->offsets[want->batch], d = (size_t)want->hidden_size;

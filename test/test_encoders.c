@@ -37,29 +37,6 @@ static void check_array(const char *what, const char *dir, const char *file, con
    head reads its decoder's states (the encoding's hidden states are its encoder's). */
 typedef enum { ENCODER, DECODER, ENCODER_DECODER } fixture_kind;
 
-/* The reference's rows through pf_encode, pf_encode_layout with a layout model's boxes,
-   pf_encode_global with a Longformer's given global tokens, pf_encode_regions with VisualBERT's
-   regions, or pf_encode_entities with LUKE's entities. */
-static pf_result test_encode(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
-                             const int32_t *const *types, const int32_t *const *boxes, const int32_t *const *global,
-                             pf_encoding **e) {
-    const float *regions[TEST_ENCODER_ROWS];
-    const int32_t *entity_ids[TEST_ENCODER_ROWS], *entity_positions[TEST_ENCODER_ROWS];
-    for (int b = 0; b < ref->rows; b++) {
-        regions[b] = ref->regions[b];
-        entity_ids[b] = ref->entity_ids[b];
-        entity_positions[b] = ref->entity_positions[b];
-    }
-    if (ref->has_entities)
-        return pf_encode_entities(m, ids, types, entity_ids, entity_positions, ref->num_entities, ref->mention_length,
-                                  ref->lengths, ref->rows, e);
-    return ref->has_boxes     ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
-           : ref->has_global  ? pf_encode_global(m, ids, types, global, ref->lengths, ref->rows, e)
-           : ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
-                                                  ref->rows, e)
-                              : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
-}
-
 static void test_encoder_fixture_of(const char *name, pf_head head, int num_logits, int per_token, fixture_kind kind) {
     int decoder = kind == DECODER;
     char dir[1024];
@@ -99,7 +76,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         if (chunked) po.prefill_chunk = 2 * ref.rows;
         pf_encoding *e = NULL;
         r = pf_parallelize(m, ranks, &po);
-        if (r == PF_OK) r = test_encode(m, &ref, ids, types, boxes, global, &e);
+        if (r == PF_OK) r = test_encode_reference(m, &ref, ids, types, boxes, global, &e);
         CHECK_MSG(r == PF_OK, "%s: %s", what, pf_error_message(m));
         if (r) continue;
         CHECK(e->batch == ref.rows && e->hidden_size == info.hidden_size && e->offsets[ref.rows] == (int)tokens);
@@ -114,7 +91,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
     /* gathered back onto one CPU rank, the same outputs */
     pf_encoding *e = NULL;
     r = pf_to_cpu(m);
-    if (r == PF_OK) r = test_encode(m, &ref, ids, types, boxes, global, &e);
+    if (r == PF_OK) r = test_encode_reference(m, &ref, ids, types, boxes, global, &e);
     CHECK_MSG(r == PF_OK, "%s after pf_to_cpu: %s", name, pf_error_message(m));
     if (r == PF_OK) {
         char what[160];

@@ -463,3 +463,26 @@ int test_run_output(const char *command, char *out, size_t size) {
     int status = pclose(p);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+/* The reference's rows through pf_encode, pf_encode_layout with a layout model's boxes,
+   pf_encode_global with a Longformer's given global tokens, pf_encode_regions with VisualBERT's
+   regions, or pf_encode_entities with LUKE's entities. */
+pf_result test_encode_reference(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
+                             const int32_t *const *types, const int32_t *const *boxes,
+                                const int32_t *const *global, pf_encoding **e) {
+    const float *regions[TEST_ENCODER_ROWS];
+    const int32_t *entity_ids[TEST_ENCODER_ROWS], *entity_positions[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref->rows; b++) {
+        regions[b] = ref->regions[b];
+        entity_ids[b] = ref->entity_ids[b];
+        entity_positions[b] = ref->entity_positions[b];
+    }
+    if (ref->has_entities)
+        return pf_encode_entities(m, ids, types, entity_ids, entity_positions, ref->num_entities, ref->mention_length,
+                                  ref->lengths, ref->rows, e);
+    return ref->has_boxes     ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
+           : ref->has_global  ? pf_encode_global(m, ids, types, global, ref->lengths, ref->rows, e)
+           : ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
+                                                  ref->rows, e)
+                              : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
+}
