@@ -1763,8 +1763,8 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_1_tile_vnni(float *out, siz
                                                                  const float *dx, const int32_t *sx, size_t rows,
                                                                  const unsigned char *w, size_t nb, size_t n_out,
                                                                  const int R) {
-    enum { BYTES = 20 };
-    size_t row_bytes = nb * BYTES, k = nb * PF__Q8_BLOCK;
+    const size_t bytes = pf__bytes_of(PF__DTYPE_Q4_1);
+    size_t row_bytes = nb * bytes, k = nb * PF__Q8_BLOCK;
     for (size_t r0 = 0; r0 < rows; r0 += (size_t)R) {
         size_t nr = rows - r0 < (size_t)R ? rows - r0 : (size_t)R;
         for (size_t o = 0; o < n_out; o += 16) {
@@ -1774,9 +1774,9 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q4_1_tile_vnni(float *out, siz
             __m512 acc[4];
             PF__UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
             for (size_t b = 0; b < nb; b++) {
-                const unsigned char *blocks = w + b * BYTES;
+                const unsigned char *blocks = w + b * bytes;
                 __m512i wv[8];
-                pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
+                pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * bytes, b);
                 PF__UNROLL16 for (int j = 0; j < 16; j++)
                     _mm_prefetch((const char *)(blocks + at[j] + PF__Q8_NEAR), _MM_HINT_T0);
                 pf__nibbles_load_vnni(wv, blocks, at, 4);
@@ -1814,7 +1814,7 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__q5_tile_vnni(float *out, size_
                                                                const float *dx, const int32_t *sx, size_t rows,
                                                                const unsigned char *w, size_t nb, size_t n_out,
                                                                const int with_min, const int R) {
-    const size_t bytes = with_min ? 24 : 22, bits_at = with_min ? 4 : 2;
+    const size_t bytes = pf__bytes_of(with_min ? PF__DTYPE_Q5_1 : PF__DTYPE_Q5_0), bits_at = with_min ? 4 : 2;
     size_t row_bytes = nb * bytes, k = nb * PF__Q8_BLOCK;
     for (size_t r0 = 0; r0 < rows; r0 += (size_t)R) {
         size_t nr = rows - r0 < (size_t)R ? rows - r0 : (size_t)R;
@@ -1885,7 +1885,7 @@ PF__AVX512_VNNI_TARGET static PF__INLINE void pf__k_tiles_vnni(float *out, size_
                                                                const int32_t *sx, size_t rows, const unsigned char *w,
                                                                size_t k, size_t n_out, const int fifth) {
     enum { SUBS = 8 };
-    const size_t bytes = fifth ? 176 : 144, values_at = fifth ? 48 : 16; /* Q5_K: 32 bytes of fifth bits at 16 */
+    const size_t bytes = pf__bytes_of(fifth ? PF__DTYPE_Q5_K : PF__DTYPE_Q4_K), values_at = fifth ? 48 : 16; /* Q5_K: 32 bytes of fifth bits at 16 */
     size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * bytes;
     for (size_t o = 0; o < n_out; o += 16) {
         size_t no = n_out - o < 16 ? n_out - o : 16;
@@ -1969,16 +1969,17 @@ PF__AVX512_VNNI_TARGET static PF__INLINE __m512i pf__scaled_dots_vnni(const __m5
    once a sub-block) is the exact dot; each row then takes fmaf(dot, dx d, sum). */
 PF__AVX512_VNNI_TARGET static void pf__q6_k_tiles_vnni(float *out, size_t ld, const int8_t *qx, const float *dx,
                                                        size_t rows, const unsigned char *w, size_t k, size_t n_out) {
-    enum { BYTES = 210, SUBS = 8 };
-    size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * BYTES;
+    enum { SUBS = 8 };
+    const size_t bytes = pf__bytes_of(PF__DTYPE_Q6_K);
+    size_t nb = k / 256, nx = k / PF__Q8_BLOCK, row_bytes = nb * bytes;
     for (size_t o = 0; o < n_out; o += 16) {
         size_t no = n_out - o < 16 ? n_out - o : 16;
         PF__ROW_OFFSETS(at, 16, o, n_out, row_bytes);
         __m512i offsets = _mm512_loadu_si512(at);
         PF__TILE_SUMS_BEGIN(o, no);
         for (size_t b = 0; b < nb; b++) {
-            const unsigned char *blocks = w + b * BYTES;
-            pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * BYTES, b);
+            const unsigned char *blocks = w + b * bytes;
+            pf__prefetch_next_tile(w + (o + 16) * row_bytes, 16 * bytes, b);
             __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_i32gather_epi32(offsets, (const int *)(blocks + 208), 1)));
             for (int j = 0; j < SUBS; j++) {
                 int half = j / 4, kq = j % 4;
