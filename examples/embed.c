@@ -2,7 +2,7 @@
    RoBERTa, DistilBERT, sentence-transformers checkpoints such as all-MiniLM-L6-v2), on N ranks.
 
    build/embed MODEL_DIR [--gpus N] [--device cpu|cuda|auto] [--pooling MODE] [--no-normalize]
-               [--file F [--ids-lines]] [--raw OUT] [SENTENCE...]
+               [--max-length N] [--file F [--ids-lines]] [--raw OUT] [SENTENCE...]
 
    Prints the cosine similarity of every pair of inputs; --raw writes the embeddings as float32
    little-endian [inputs][hidden]. */
@@ -24,6 +24,8 @@ static void usage(FILE *out) {
             "  --pooling MODE   mean, cls, max, mean_sqrt_len, weightedmean or lasttoken; default: the\n"
             "                   model's sentence-transformers pooling, else mean\n"
             "  --no-normalize   keep the pooled vectors as they are (default: unit L2 length)\n"
+            "  --max-length N   cut each text to N tokens (default: the model's sentence-transformers\n"
+            "                   max_seq_length, else its positions; a GGUF file has none)\n"
             "  --file F         one input per line (after the sentences given as arguments)\n"
             "  --ids-lines      with --file: each line is comma-separated token ids, special tokens\n"
             "                   included (no tokenizer involved)\n"
@@ -99,6 +101,12 @@ int main(int argc, char **argv) {
             }
         } else if (!strcmp(a, "--no-normalize")) {
             eo.normalize = 0;
+        } else if (!strcmp(a, "--max-length") && has_value) {
+            eo.max_length = atoi(argv[++i]);
+            if (eo.max_length < 1) {
+                fprintf(stderr, "embed: --max-length needs a count of tokens, not %s\n", argv[i]);
+                return 2;
+            }
         } else if (!strcmp(a, "--file") && has_value) {
             file = argv[++i];
         } else if (!strcmp(a, "--ids-lines")) {

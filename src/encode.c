@@ -1246,6 +1246,7 @@ pf_embed_options pf_embed_options_init(void) {
     pf_embed_options o;
     o.pooling = PF_POOLING_MODEL;
     o.normalize = -1;
+    o.max_length = 0;
     return o;
 }
 
@@ -1328,8 +1329,9 @@ static pf_result pf__embed_texts_locked(pf_model *m, const char *const *texts, i
     if (!m->tokenizer) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "the model has no tokenizer (pf_embed takes ids)");
     pf_result r = pf__ensure_group(m);
     if (r) return r;
-    int max = m->group->cache_len;
-    if (m->sentence.max_seq_length > 0 && m->sentence.max_seq_length < max) max = m->sentence.max_seq_length;
+    int max = m->group->cache_len, wanted = o && o->max_length ? o->max_length : m->sentence.max_seq_length;
+    if (o && o->max_length < 0) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "max_length %d is negative", o->max_length);
+    if (wanted > 0 && wanted < max) max = wanted;
     int32_t **rows = (int32_t **)calloc((size_t)count, sizeof *rows);
     int *lengths = (int *)calloc((size_t)count, sizeof(int));
     if (!rows || !lengths) r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");

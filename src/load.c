@@ -830,7 +830,8 @@ pf_result pf_load(const char *model_dir, const pf_load_options *options, pf_mode
     if (!r && !gguf) r = pf__st_open(model_dir, m->config.class_name, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__quantized_open(model_dir, &m->st, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r) r = pf__resolve_sources(m);
-    if (!r && pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ) /* encoders, and decoder-based embedders */
+    /* encoders, and decoder-based embedders (a GGUF's pooling is in its metadata, read with it) */
+    if (!r && !gguf && pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ)
         r = pf__sentence_config_read(model_dir, &m->sentence, pf__error_buffer(m), PF__MESSAGE_SIZE);
     if (!r && !gguf) r = pf__load_tokenizer(m, model_dir);
     if (!r && !gguf && m->config.head != PF_HEAD_CAUSAL_LM) r = pf__label_names_read(m, model_dir);

@@ -53,6 +53,9 @@ writes test/fixtures/gguf/:
                     (`make_gguf_fixtures.py deepseek2-v2-groups`)
   cohere2-f32.gguf  the cohere2 fixture (its window and window pattern as keys)
   starcoder-f32.gguf  the gpt_bigcode fixture as the converter writes StarCoder (multi-query c_attn as it is)
+  bert-f32.gguf     the bert-save directory (sentence-transformers: CLS pooling, Normalize) as the
+                    converter writes BERT: no pooler, pooling_type, its WordPiece vocabulary as "bert"
+                    (write_bert; `make_gguf_fixtures.py bert`; checked against bert-save's own files)
   The fixtures' logits are transformers' on the fixture directories themselves: F32 files hold
   exactly their weights.
   gguf_reference.txt  a line per file: name, prompt ids, transformers' greedy new ids (8),
@@ -1870,11 +1873,81 @@ def main():
     write_deepseek(lines, older=True)
     write_deepseek(lines, v2=True)
     write_deepseek(lines, v2=True, groups=True)
+    write_bert(lines)
     # not reference.txt: a directory holding one is a model fixture to the test programs
     (OUT / "gguf_reference.txt").write_text("\n".join(lines) + "\n")
     write_fuzz_seed()
     for p in sorted(OUT.iterdir()):
         print(p.name, p.stat().st_size)
+
+
+BERT_BLOCK = {"attention.self.query": "attn_q", "attention.self.key": "attn_k", "attention.self.value": "attn_v",
+              "attention.output.dense": "attn_output", "attention.output.LayerNorm": "attn_output_norm",
+              "intermediate.dense": "ffn_up", "output.dense": "ffn_down", "output.LayerNorm": "layer_output_norm"}
+
+
+def write_bert(lines):
+    """bert-f32.gguf: the bert-save directory (a sentence-transformers BERT: CLS pooling, Normalize)
+    as llama.cpp's converter writes it: architecture "bert" without the pooler, pooling_type 2
+    (cls), causal attention off, the WordPiece vocabulary as tokenizer.ggml.model "bert" (each
+    word's first piece behind the phantom space, a continuing piece without its "##", control
+    tokens as they are), the special ids and add_* flags its SpecialVocab takes from
+    tokenizer.json. No reference line: test_gguf compares it with the directory and with
+    bert-save's hidden.bin and embed.bin."""
+    directory = FIXTURES / "bert-save"
+    config = json.loads((directory / "config.json").read_text())
+    spec = json.loads((directory / "tokenizer.json").read_text())
+    state = load_file(str(directory / "model.safetensors"))
+    special = {t["id"] for t in spec["added_tokens"] if t["special"]}
+    vocab = sorted(spec["model"]["vocab"].items(), key=lambda kv: kv[1])
+    assert [i for _, i in vocab] == list(range(len(vocab)))
+    ids = {t: i for t, i in vocab}
+
+    def phantom(text, i):
+        return text if i in special else text[2:] if text.startswith("##") else "\u2581" + text
+    w = GGUFWriter(str(OUT / "bert-f32.gguf"), "bert")
+    w.add_block_count(config["num_hidden_layers"])
+    w.add_context_length(config["max_position_embeddings"])
+    w.add_embedding_length(config["hidden_size"])
+    w.add_feed_forward_length(config["intermediate_size"])
+    w.add_head_count(config["num_attention_heads"])
+    w.add_layer_norm_eps(config["layer_norm_eps"])
+    w.add_causal_attention(False)
+    w.add_pooling_type(gguf.PoolingType.CLS)
+    w.add_token_type_count(config["type_vocab_size"])
+    w.add_tokenizer_model("bert")
+    w.add_tokenizer_pre("jina-v2-en")  # what the converter names this vocabulary's hash; the reader does not read it
+    w.add_token_list([phantom(t, i) for t, i in vocab])
+    w.add_token_types([TokenType.CONTROL if i in special else TokenType.NORMAL for _, i in vocab])
+    w.add_bos_token_id(ids["[CLS]"])
+    w.add_eos_token_id(ids["[SEP]"])
+    w.add_unk_token_id(ids["[UNK]"])
+    w.add_sep_token_id(ids["[SEP]"])
+    w.add_pad_token_id(ids["[PAD]"])
+    w.add_mask_token_id(ids["[MASK]"])
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(True)
+    w.add_add_sep_token(False)
+    w.add_bool("tokenizer.ggml.normalizer.lowercase", True)  # the gguf package on PyPI predates add_normalizer_lowercase
+    fixed = {"embeddings.word_embeddings.weight": "token_embd.weight",
+             "embeddings.token_type_embeddings.weight": "token_types.weight",
+             "embeddings.position_embeddings.weight": "position_embd.weight",
+             "embeddings.LayerNorm.weight": "token_embd_norm.weight", "embeddings.LayerNorm.bias": "token_embd_norm.bias"}
+    for name, t in state.items():
+        name = name.removeprefix("bert.")
+        if name.startswith("pooler.") or name == "embeddings.position_ids":
+            continue
+        if name in fixed:
+            gname = fixed[name]
+        else:
+            _, _, layer, rest = name.split(".", 3)
+            module, kind = rest.rsplit(".", 1)
+            gname = f"blk.{layer}.{BERT_BLOCK[module]}.{kind}"
+        add(w, gname, t, Q.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def update_one(write):
@@ -1896,6 +1969,8 @@ if __name__ == "__main__":
     elif sys.argv[1:] == ["deepseek2"]:
         update_one(lambda lines: (write_deepseek(lines), write_deepseek(lines, older=True), write_deepseek(lines, v2=True),
                                   write_deepseek(lines, v2=True, groups=True)))
+    elif sys.argv[1:] == ["bert"]:
+        update_one(write_bert)
     elif sys.argv[1:] == ["deepseek2-v2"]:
         update_one(lambda lines: write_deepseek(lines, v2=True))
     elif sys.argv[1:] == ["deepseek2-v2-groups"]:

@@ -18,6 +18,14 @@ matrices:
 No reference logits: the test compares the saved file's logits with the directory's (whose forward
 the family fixtures check against transformers).
 
+And a sentence-transformers BERT, which llama.cpp's "bert" architecture and "bert" (WordPiece)
+vocabulary hold:
+
+  bert-save        BertModel 64 wide with tokenizer-bert's tokenizer (its 420 pieces), CLS pooling
+                   and Normalize modules; hidden.bin: transformers' last_hidden_state for the ids
+                   in hidden_ids.txt, embed.bin: the pooled, normalised vectors sentence-transformers
+                   computes from it (the first token's, over its L2 norm)
+
     python3 test/make_gguf_save_fixtures.py
 """
 import json
@@ -25,7 +33,7 @@ import shutil
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, OlmoeConfig, Qwen2MoeConfig, Qwen3MoeConfig
+from transformers import AutoModelForCausalLM, BertConfig, BertModel, LlamaConfig, LlamaForCausalLM, OlmoeConfig, Qwen2MoeConfig, Qwen3MoeConfig
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 MOE_COMMON = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -64,6 +72,42 @@ def write_moe():
             shutil.copy(FIXTURES / family / name, out / name)
 
 
+def write_bert():
+    source, out = FIXTURES / "tokenizer-bert", FIXTURES / "bert-save"
+    vocab = json.loads((source / "tokenizer.json").read_text())["model"]["vocab"]
+    config = BertConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                        num_attention_heads=4, max_position_embeddings=64, type_vocab_size=2, pad_token_id=0,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.3)
+    torch.manual_seed(1300)
+    model = BertModel(config, add_pooling_layer=True).eval()
+    with torch.no_grad():  # norms and biases away from 1 and 0, so that a misplaced one shows
+        for n, p in model.named_parameters():
+            if p.ndim == 1:
+                p.copy_((1 if n.endswith("LayerNorm.weight") else 0) + 0.3 * torch.randn_like(p))
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    model.save_pretrained(out, safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(source / name, out / name)
+    (out / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}], indent=2))
+    (out / "1_Pooling").mkdir()
+    (out / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 64, "pooling_mode_cls_token": True,
+                                                               "pooling_mode_mean_tokens": False}, indent=2))
+    (out / "2_Normalize").mkdir()
+    ids = [[2, 17, 45, 301, 88, 9, 140, 3], [2, 250, 33, 71, 5, 3, 0, 0]]
+    mask = [[1] * 8, [1] * 6 + [0] * 2]
+    with torch.no_grad():
+        hidden = model(torch.tensor(ids), attention_mask=torch.tensor(mask)).last_hidden_state
+    cls = hidden[:, 0]
+    embed = cls / cls.norm(dim=1, keepdim=True)
+    (out / "hidden_ids.txt").write_text("\n".join(",".join(map(str, row[:sum(m)])) for row, m in zip(ids, mask)) + "\n")
+    hidden.numpy().astype("<f4").tofile(out / "hidden.bin")
+    embed.numpy().astype("<f4").tofile(out / "embed.bin")
+
+
 def main():
     source, out = FIXTURES / "llama3-rope", FIXTURES / "llama-bpe"
     spec = json.loads((source / "config.json").read_text())
@@ -78,7 +122,12 @@ def main():
     for name in ("tokenizer.json", "tokenizer_config.json"):  # its tokenizer cases are llama3-rope's
         shutil.copy(source / name, out / name)
     write_moe()
+    write_bert()
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:] == ["bert"]:  # this one alone
+        write_bert()
+    else:
+        main()

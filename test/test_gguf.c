@@ -485,6 +485,123 @@ static void gguf_check_save_directory(const char *fixture, const char *cases_of,
     unlink(out);
 }
 
+/* An encoder's outputs on bert-save's hidden_ids.txt: last hidden states (each row's tokens after
+   the other's) and pf_embed's vectors (the model's pooling and normalisation), on `ranks` ranks. */
+static int gguf_encode(const char *path, int ranks, pf_dtype dtype, float *hidden, size_t hidden_cap, size_t *hidden_count,
+                       float *embeds, size_t embeds_cap) {
+    char ids_path[1100];
+    snprintf(ids_path, sizeof ids_path, "%s/bert-save/hidden_ids.txt", test_fixtures);
+    size_t size = 0;
+    char *text = test_read_file(ids_path, &size);
+    static int32_t rows[2][64];
+    const int32_t *ids[2] = {rows[0], rows[1]};
+    int lengths[2] = {0, 0}, batch = 0;
+    for (char *line = text; line && *line && batch < 2; batch++) {
+        char *next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        for (char *tok = strtok(line, ","); tok && lengths[batch] < 64; tok = strtok(NULL, ","))
+            rows[batch][lengths[batch]++] = atoi(tok);
+        line = next;
+    }
+    free(text);
+    pf_model *m = NULL;
+    pf_encoding *e = NULL;
+    pf_parallel_options po = pf_parallel_options_init();
+    po.device = PF_DEVICE_CPU;
+    po.dtype = dtype;
+    po.max_batch = 2;
+    pf_result r = batch == 2 ? pf_load(path, NULL, &m) : PF_ERROR_INVALID_ARGUMENT;
+    if (!r) r = pf_parallelize(m, ranks, &po);
+    if (!r) r = pf_encode(m, ids, NULL, lengths, 2, &e);
+    int hidden_size = r ? 0 : e->hidden_size;
+    *hidden_count = r ? 0 : (size_t)e->offsets[2] * (size_t)hidden_size;
+    if (!r && (*hidden_count > hidden_cap || 2 * (size_t)hidden_size > embeds_cap)) r = PF_ERROR_INVALID_ARGUMENT;
+    if (!r) memcpy(hidden, e->last_hidden_state, *hidden_count * sizeof *hidden);
+    pf_embed_options eo = pf_embed_options_init();
+    if (!r) r = pf_embed(m, ids, lengths, 2, &eo, embeds);
+    if (r) printf("  %s: %s\n", path, pf_error_message(m));
+    pf_encoding_free(e);
+    pf_free(m);
+    return r ? 0 : hidden_size;
+}
+
+/* transformers' hidden states on bert-save's ids (hidden.bin: [2][8][hidden], the second row
+   padded after its 6 tokens) within tolerance of got (the rows' tokens one after the other). */
+static float gguf_hidden_diff(const float *got, int hidden_size) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/bert-save/hidden.bin", test_fixtures);
+    size_t count = 0;
+    float *want = test_read_floats(path, &count);
+    float diff = want && count == 16 * (size_t)hidden_size ? 0 : 1e9f;
+    for (int row = 0, at = 0; row < 2 && diff < 1e9f; row++)
+        for (int t = 0; t < (row ? 6 : 8); t++, at++) {
+            float d = test_max_abs_diff(got + (size_t)at * hidden_size, want + ((size_t)row * 8 + t) * hidden_size,
+                                        (size_t)hidden_size);
+            if (d > diff) diff = d;
+        }
+    free(want);
+    return diff;
+}
+
+/* llama.cpp's BERT (bert-f32.gguf: bert-save as its converter writes it, without the pooler): the
+   directory's hidden states bit for bit and transformers' within 1e-4, on 1 and 3 ranks; pf_embed
+   by its pooling_type (cls), normalised as llama.cpp's tools do, the directory's vectors (its
+   sentence-transformers CLS pooling and Normalize) and sentence-transformers' within 1e-4; its
+   "bert" vocabulary tokenizes as tokenizer-bert's tokenizer.json. */
+static void gguf_check_bert(void) {
+    char dir[1100], path[1100], embed_path[1100];
+    snprintf(dir, sizeof dir, "%s/bert-save", test_fixtures);
+    snprintf(path, sizeof path, "%s/gguf/bert-f32.gguf", test_fixtures);
+    snprintf(embed_path, sizeof embed_path, "%s/bert-save/embed.bin", test_fixtures);
+    static float want_h[16 * 64], got_h[16 * 64], want_e[2 * 64], got_e[2 * 64];
+    size_t embeds = 0, nw = 0, ng = 0;
+    float *reference = test_read_floats(embed_path, &embeds);
+    for (int ranks = 1; ranks <= 3; ranks += 2) {
+        int hw = gguf_encode(dir, ranks, PF_DTYPE_AUTO, want_h, 16 * 64, &nw, want_e, 2 * 64);
+        int hg = gguf_encode(path, ranks, PF_DTYPE_AUTO, got_h, 16 * 64, &ng, got_e, 2 * 64);
+        float dh = hg ? gguf_hidden_diff(got_h, hg) : 1e9f;
+        float de = hg && reference && embeds == 2 * (size_t)hg ? test_max_abs_diff(got_e, reference, embeds) : 1e9f;
+        CHECK_MSG(hw && hg == hw && ng == nw && !memcmp(got_h, want_h, ng * sizeof *got_h) &&
+                      !memcmp(got_e, want_e, 2 * (size_t)hg * sizeof *got_e) && dh <= 1e-4f && de <= 1e-4f,
+                  "bert-f32.gguf on %d ranks: hidden states %g from transformers', embeddings %g from "
+                  "sentence-transformers', or not the directory's bits", ranks, dh, de);
+        printf("  bert-f32.gguf on %d rank%s: the directory's hidden states and embeddings; %.1e from transformers', "
+               "%.1e from sentence-transformers'\n", ranks, ranks > 1 ? "s" : "", dh, de);
+    }
+    free(reference);
+    gguf_check_tokenizer("tokenizer-bert", "bert-f32.gguf");
+}
+
+/* bert-save (CLS pooling, Normalize, tokenizer-bert's WordPiece) saved as GGUF: as F32 its hidden
+   states and embeddings are the directory's, bit for bit; as Q8_0 and Q4_0 (64 wide: its matrices
+   in blocks), loaded in that dtype, those of the directory loaded in it; its tokenizer as
+   tokenizer-bert's on every case. */
+static void gguf_check_save_bert(const char *tmp) {
+    char dir[1100], out[1100], error[512];
+    snprintf(dir, sizeof dir, "%s/bert-save", test_fixtures);
+    snprintf(out, sizeof out, "%s/bert-save.gguf", tmp);
+    static const pf_dtype dtypes[3] = {PF_DTYPE_F32, PF_DTYPE_Q8_0, PF_DTYPE_Q4_0};
+    static const char *const names[3] = {"f32", "q8_0", "q4_0"};
+    static float want_h[16 * 64], got_h[16 * 64], want_e[2 * 64], got_e[2 * 64];
+    for (int k = 0; k < 3; k++) {
+        pf_result r = pf_quantize_gguf(dir, out, dtypes[k], error, sizeof error);
+        CHECK_MSG(r == PF_OK, "pf_quantize_gguf bert-save %s: %s", names[k], error);
+        if (r) continue;
+        size_t nw = 0, ng = 0;
+        pf_dtype load = k ? dtypes[k] : PF_DTYPE_AUTO;
+        int hw = gguf_encode(dir, 1, load, want_h, 16 * 64, &nw, want_e, 2 * 64);
+        int hg = gguf_encode(out, 1, load, got_h, 16 * 64, &ng, got_e, 2 * 64);
+        CHECK_MSG(hw && hg == hw && ng == nw && !memcmp(got_h, want_h, ng * sizeof *got_h) &&
+                      !memcmp(got_e, want_e, 2 * (size_t)hg * sizeof *got_e),
+                  "bert-save saved as %s: hidden states %g, embeddings %g from the directory's", names[k],
+                  hg == hw && ng == nw ? test_max_abs_diff(got_h, want_h, ng) : -1.0f,
+                  hg == hw ? test_max_abs_diff(got_e, want_e, 2 * (size_t)hg) : -1.0f);
+        printf("  bert-save saved as %s: the directory's hidden states and embeddings\n", names[k]);
+        if (!k) gguf_check_tokenizer("tokenizer-bert", out);
+    }
+    unlink(out);
+}
+
 /* What GGUF cannot say is refused, naming it, and no file is left: a family without a GGUF
    architecture, a byte-level tokenizer whose split GGUF has no name for, a tensor without a GGUF name
    (a classifier), a rope scaling that would read back as another (llama3's, which llama.cpp
@@ -493,7 +610,8 @@ static void gguf_check_save_directory(const char *fixture, const char *cases_of,
    piece between special tokens); a directory without a model, an output path in no directory. */
 static void gguf_check_save_refusals(const char *tmp) {
     static const struct { const char *fixture, *needle; } cases[] = {
-        {"bert", "model_type \"bert\" has no GGUF architecture"},
+        {"electra", "model_type \"electra\" has no GGUF architecture"},
+        {"bert-cls", "has no GGUF name (no PF_GGUF_TENSOR row of bert)"}, /* llama.cpp's BERT classifier is not written yet */
         {"bloom", "none of those GGUF names in tokenizer.ggml.pre"}, /* BLOOM's split */
         /* the family fixtures' mixtures where llama.cpp's architectures fix another: a dense layer
            (mlp_only_layers) in Qwen3-MoE, OLMoE's chosen weights renormalised */
@@ -576,6 +694,7 @@ static void gguf_check_save(void) {
         unlink(to);
     }
     rmdir(mixtral);
+    gguf_check_save_bert(tmp);
     gguf_check_save_refusals(tmp);
     rmdir(tmp);
 }
@@ -985,6 +1104,7 @@ void test_gguf(void) {
     CHECK_MSG(lines == 47, "%s: %d fixtures", path, lines);
     free(data);
     gguf_check_same_as_safetensors();
+    gguf_check_bert();
     gguf_check_blocks_memory("llama-quant.gguf");
     gguf_check_blocks_memory("qwen3moe-quant.gguf");
     gguf_check_blocks_memory("llama-q2k.gguf");

@@ -3,7 +3,8 @@
    (test/make_minilm_reference.py): the tokenizer's ids equal to the ones sentence-transformers
    used; every sentence's embedding, from those ids and from its text, at cosine >= 0.9999 on 1,
    2 and 3 ranks, and each sentence's ranking of the others by similarity identical.
-   Usage: test_minilm MODEL_DIR REFERENCE_TXT */
+   MODEL may also be a GGUF file of it (make test-minilm saves it so, F32 and F16).
+   Usage: test_minilm MODEL REFERENCE_TXT */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,8 @@ int main(int argc, char **argv) {
     pf_result r = pf_load(argv[1], NULL, &m);
     CHECK_MSG(r == PF_OK, "loading %s: %s", argv[1], pf_error_message(m));
     int dim = r == PF_OK ? pf_get_info(m).hidden_size : 0;
+    size_t path_len = strlen(argv[1]);
+    int gguf = path_len > 5 && !strcmp(argv[1] + path_len - 5, ".gguf");
     static sentence sentences[MAX_SENTENCES];
     int count = 0;
     FILE *f = fopen(argv[2], "r");
@@ -128,7 +131,9 @@ int main(int argc, char **argv) {
         if (r) continue;
         /* from the texts, tokenized by the library: the same embeddings */
         float *from_text = (float *)malloc((size_t)count * dim * sizeof(float));
-        r = from_text ? pf_embed_texts(m, texts, count, NULL, from_text) : PF_ERROR_OUT_OF_MEMORY;
+        pf_embed_options eo = pf_embed_options_init();
+        if (gguf) eo.max_length = 256; /* the model card's max_seq_length, which a GGUF file does not hold */
+        r = from_text ? pf_embed_texts(m, texts, count, &eo, from_text) : PF_ERROR_OUT_OF_MEMORY;
         CHECK_MSG(r == PF_OK, "%d ranks: pf_embed_texts: %s", ranks, pf_error_message(m));
         for (int i = 0; r == PF_OK && i < count; i++) {
             double c = cosine(from_text + (size_t)i * dim, want + (size_t)i * dim, dim);
