@@ -167,6 +167,7 @@ static void test_mask_cost(void) {
         {"{", "\"", "}"},
         {"{\"a\": ", "123", "true"},
     };
+    double fastest = 1e30, slowest = 0;
     for (size_t i = 0; i < sizeof steps / sizeof steps[0] && scores; i++) {
         double seconds = 0;
         int allowed = pf_testing_json_mask(tok, object_ab, steps[i].prefix, 5, scores, eos, &seconds);
@@ -177,8 +178,14 @@ static void test_mask_cost(void) {
         CHECK_MSG(eos >= 0 && scores[eos] == -INFINITY, "eos before the object is complete, after %s", steps[i].prefix);
         printf("json mask after %-10s %5d of %d tokens allowed, %.2f ms a step (%.0f ns a token)\n", steps[i].prefix, allowed, vocab,
                seconds * 1e3, seconds * 1e9 / vocab);
-        CHECK_MSG(seconds < 0.25, "the mask took %.3f s", seconds); /* a bound far above the ~ms it takes: a hang or a blow-up */
+        if (seconds < fastest) fastest = seconds;
+        if (seconds > slowest) slowest = seconds;
     }
+    /* a blow-up on one prefix (the mask's work growing with the automaton's states, not the
+       vocabulary) shows against the others measured in the same run: within 20x of the fastest
+       (and 2 ms, against timer noise), a bound that holds on an emulated or loaded processor,
+       where every step is slower alike */
+    CHECK_MSG(slowest <= 20 * fastest + 0.002, "the slowest mask took %.3f s, the fastest %.3f s", slowest, fastest);
     double seconds = 0;
     int allowed = pf_testing_json_mask(tok, object_ab, "{\"a\": 1}", 1, scores, eos, &seconds);
     CHECK_MSG(allowed == 1 && scores[eos] == 0, "a complete object allows eos alone: %d allowed", allowed);
