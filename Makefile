@@ -75,7 +75,7 @@ DEV_SRC  := src/ORDER $(wildcard src/*.c src/*.h) tool/amalgamate.sh
 .PHONY: check-cross test-mpi bench-mpi amalgamation check-amalgamation test-amalgamation test-arm64 all llama-cpp server test-server fuzz test test-asan test-native test-tsan test-cuda test-cuda-sanitize test-cuda-standin test-minilm test-smollm2 valgrind test-install install uninstall clean bench fixtures
 
 all: $(BUILD)/libparallelformers.a $(BUILD)/$(SHARED) $(BUILD)/generate $(BUILD)/tokenize $(BUILD)/quantize $(BUILD)/embed $(BUILD)/classify $(BUILD)/classify_image $(BUILD)/transcribe \
-     $(BUILD)/layout \
+     $(BUILD)/layout $(BUILD)/table \
      $(BUILD)/test_parallelformers $(BUILD)/test_cuda \
      $(BUILD)/bench $(BUILD)/header_cxx.o server $(if $(filter 1,$(MPI)),$(BUILD)/mpi_generate)
 
@@ -144,7 +144,7 @@ ARM64_CC    ?= aarch64-linux-gnu-gcc
 ARM64_LD    ?= aarch64-linux-gnu-ld
 ARM64_BUILD := $(BUILD)/arm64
 QEMU_ARM64  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
-ARM64_TOOLS := test_parallelformers generate tokenize quantize embed classify classify_image transcribe layout
+ARM64_TOOLS := test_parallelformers generate tokenize quantize embed classify classify_image transcribe layout table
 test-arm64:
 	$(MAKE) CUDA=0 CC=$(ARM64_CC) LD=$(ARM64_LD) BUILD=$(ARM64_BUILD) $(addprefix $(ARM64_BUILD)/,$(ARM64_TOOLS))
 	$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/test_parallelformers test/fixtures "$(QEMU_ARM64) -cpu max $(ARM64_BUILD)/generate"
@@ -210,6 +210,9 @@ $(BUILD)/embed: examples/embed.c $(BUILD)/libparallelformers.a
 
 $(BUILD)/layout: examples/layout.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) -D_POSIX_C_SOURCE=200809L examples/layout.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
+
+$(BUILD)/table: examples/table.c $(BUILD)/libparallelformers.a
+	$(CC) $(BASE) $(CFLAGS) examples/table.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)
 
 $(BUILD)/classify: examples/classify.c $(BUILD)/libparallelformers.a
 	$(CC) $(BASE) $(CFLAGS) -D_POSIX_C_SOURCE=200809L examples/classify.c $(BUILD)/libparallelformers.a -o $@ $(CUDA_LIBS) $(LDLIBS)

@@ -427,6 +427,21 @@ typedef enum {
     PF__SLOT_ENTITY_TYPE_EMBED,        /* [type_vocab_size, hidden] */
     PF__SLOT_ENTITY_NORM_WEIGHT,       /* [hidden] */
     PF__SLOT_ENTITY_NORM_BIAS,         /* [hidden] */
+    /* TAPAS's table (pf_encode_table): token types 1 .. 6 each add their table's row, after the
+       segment's (type 0, PF__SLOT_TOKEN_TYPE_EMBED); consecutive, in TapasTokenizer's order */
+    PF__SLOT_COLUMN_TYPE_EMBED,        /* [type_vocab_sizes[1], hidden]: the column (1..: the table's; 0 outside) */
+    PF__SLOT_ROW_TYPE_EMBED,           /* [type_vocab_sizes[2], hidden]: the row (1..: the body's; 0 outside) */
+    PF__SLOT_PREV_LABEL_TYPE_EMBED,    /* [type_vocab_sizes[3], hidden]: the previous answer's cells (SQA) */
+    PF__SLOT_COLUMN_RANK_TYPE_EMBED,   /* [type_vocab_sizes[4], hidden]: the cell's rank in its column */
+    PF__SLOT_INV_COLUMN_RANK_TYPE_EMBED, /* [type_vocab_sizes[5], hidden]: the rank from the other end */
+    PF__SLOT_NUMERIC_RELATION_TYPE_EMBED, /* [type_vocab_sizes[6], hidden]: the cell against the question's numbers */
+    /* TapasForQuestionAnswering's head, read on the host from the encoding (encode.c's pf__table_head) */
+    PF__SLOT_CELL_SELECTION_WEIGHT,    /* [hidden]: output_weights, a token's cell logit */
+    PF__SLOT_CELL_SELECTION_BIAS,      /* [1]: output_bias (stored 0-d) */
+    PF__SLOT_COLUMN_SELECTION_WEIGHT,  /* [hidden]: column_output_weights, a token's column logit */
+    PF__SLOT_COLUMN_SELECTION_BIAS,    /* [1]: column_output_bias (stored 0-d) */
+    PF__SLOT_AGGREGATION_WEIGHT,       /* [num_aggregation_labels, hidden]: aggregation_classifier, on the pooled output */
+    PF__SLOT_AGGREGATION_BIAS,         /* [num_aggregation_labels] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -834,6 +849,10 @@ typedef struct pf__arch_require { pf__arch_id arch; const char *key; double valu
 
 typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__arch_buffer;
 
+/* TAPAS's token types a token has (type_vocab_sizes): segment, column, row, previous label, column
+   rank, inverse column rank, numeric relation, as TapasTokenizer gives them. */
+#define PF__TABLE_TYPES 7
+
 /* Hyperparameters, whatever the config.json keys are called. */
 typedef struct pf__config {
     pf__arch_id arch;
@@ -859,6 +878,15 @@ typedef struct pf__config {
     int classify_entities;          /* LUKE's heads on entities: the sequence classifier reads each row's first
                                        entity's state (1), or its first two's side by side (2: entity pairs),
                                        not the pooled output; 0: neither */
+    /* TAPAS (pf_encode_table): */
+    int table_type_sizes[PF__TABLE_TYPES]; /* type_vocab_sizes: each token type's table rows; [1] 0: no table */
+    int reset_positions_per_cell;   /* reset_position_index_per_cell: a token's position counts from its cell's
+                                       first token (the tokens of one column and row id) */
+    int max_table_rows, max_table_columns; /* max_num_rows / _columns: the QA head's row and column ids clamped below */
+    int select_one_column;          /* the QA head keeps one column's cells (0: refused; transformers fails without labels) */
+    int allow_empty_column_selection; /* 1: column 0 (no cell) may be the one chosen, every cell then masked */
+    double cell_selection_temperature; /* temperature: the QA head's cell logits are divided by it */
+    int num_aggregation_labels;     /* the QA head's aggregation operators (aggregation_classifier); 0: none */
     int classify_before_last_token; /* 1: the sequence classifier reads the state of each row's text token before
                                        its last (VisualBERT's VQA head: transformers' attention_mask.sum(1) - 2,
                                        the token before [SEP]), not the pooled output */
@@ -1779,6 +1807,9 @@ typedef struct pf__step {
                                model has a token type table */
     const int32_t *box_rows;/* host, [PF__BOX_LOOKUPS][batch][seq_len]: the rows of LayoutLM's 2-D
                                position tables each token reads; set whenever the model has them */
+    const int32_t *table_rows;/* host, [PF__TABLE_TYPES][batch][seq_len]: TAPAS: row 0 each token's position
+                               (restarting in its cell where reset_positions_per_cell), rows 1 .. 6 its table
+                               types 1 .. 6 (type 0 is type_ids); NULL: positions from the row's start, types 0 */
     const int32_t *global_tokens; /* host, [batch][seq_len]: 1 where a token has Longformer's global
                                attention, 0 elsewhere (pads too); NULL: no token has */
     const float *regions;   /* host, [batch][seq_len][visual_embedding_dim]: VisualBERT's region features at
@@ -6103,6 +6134,45 @@ static pf_result pf__config_xlnet(const pf__json *json, pf__config *c, const cha
     return PF_OK;
 }
 
+/* TAPAS's table (its rows read the scalar keys). type_vocab_sizes: the 7 token types' tables (the
+   segment's PF__SLOT_TOKEN_TYPE_EMBED, type_vocab_size here); transformers reads types 1 and 2 as
+   the column and row, so another count is refused. ...ForQuestionAnswering is
+   PF_HEAD_TABLE_QUESTION_ANSWERING, implemented with temperature, max_num_rows / max_num_columns
+   (the row and column ids clamped below them), allow_empty_column_selection, num_aggregation_labels
+   and select_one_column true (false is refused: transformers' head then computes no logits without
+   labels, its column logits being None). Keys of training alone, which the logits never read:
+   positive_label_weight, aggregation_loss_weight, use_answer_as_supervision,
+   answer_loss_importance, use_normalized_answer_loss, huber_loss_delta, aggregation_temperature
+   and use_gumbel_for_aggregation (the expected result of the regression loss; logits_aggregation
+   is the classifier's plain output), use_gumbel_for_cells, average_approximation_function,
+   cell_selection_preference, answer_loss_cutoff, disable_per_token_loss, average_logits_per_cell
+   (the loss's per-cell means: the logits are averaged per cell whatever it says); initialisation:
+   init_cell_selection_weights_to_zero; names: aggregation_labels, no_aggregation_label_index. */
+static pf_result pf__config_table(const pf__json *json, pf__config *cfg, const char *path, char *message, size_t size) {
+    static const int defaults[PF__TABLE_TYPES] = {3, 256, 256, 2, 256, 256, 10}; /* TapasConfig's */
+    int sizes[64], count = PF__TABLE_TYPES, read = pf__config_int_list(json, "type_vocab_sizes", sizes, 64, &count);
+    memcpy(cfg->table_type_sizes, read > 0 && count == PF__TABLE_TYPES ? sizes : defaults, sizeof defaults);
+    if (read < 0 || count != PF__TABLE_TYPES)
+        return pf__format(message, size, read < 0 ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED, "%s: \"type_vocab_sizes\" must "
+                          "be a list of %d table sizes (segment, column, row, previous label, column rank, inverse "
+                          "column rank, numeric relation), as TAPAS reads them", path, PF__TABLE_TYPES);
+    cfg->type_vocab_size = cfg->table_type_sizes[0];
+    if (cfg->max_table_rows < 1 || cfg->max_table_rows > 1000000 || cfg->max_table_columns < 1 ||
+        cfg->max_table_columns > 1000000 || cfg->num_aggregation_labels < 0 || cfg->num_aggregation_labels > 1000000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"max_num_rows\" %d, \"max_num_columns\" %d or "
+                          "\"num_aggregation_labels\" %d is not a count", path, cfg->max_table_rows,
+                          cfg->max_table_columns, cfg->num_aggregation_labels);
+    if (cfg->head == PF_HEAD_QUESTION_ANSWERING) cfg->head = PF_HEAD_TABLE_QUESTION_ANSWERING;
+    if (cfg->head != PF_HEAD_TABLE_QUESTION_ANSWERING) return PF_OK;
+    if (!(cfg->cell_selection_temperature > 0) || !isfinite(cfg->cell_selection_temperature))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"temperature\" %g is not above 0 (the cell logits are "
+                          "divided by it)", path, cfg->cell_selection_temperature);
+    if (!cfg->select_one_column)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"select_one_column\" false is not supported: "
+                          "transformers' %s computes no logits without labels then (true is)", path, cfg->class_name);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -6139,6 +6209,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         r = pf__config_block_sparse(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
     if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
+    if (!r && pf__arch_tensor_for(cfg->arch, PF__SLOT_COLUMN_TYPE_EMBED)) r = pf__config_table(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
     if (!r && a->kind == PF__KIND_ENCODER && positions &&
         (positions->type != PF__JSON_STRING || strcmp(positions->string, "absolute")))
@@ -7495,7 +7566,13 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
         PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
         PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
-        PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS)
+        PF__NAME(PF__SLOT_, COLUMN_TYPE_EMBED) PF__NAME(PF__SLOT_, ROW_TYPE_EMBED) PF__NAME(PF__SLOT_, PREV_LABEL_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, COLUMN_RANK_TYPE_EMBED) PF__NAME(PF__SLOT_, INV_COLUMN_RANK_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, NUMERIC_RELATION_TYPE_EMBED) PF__NAME(PF__SLOT_, CELL_SELECTION_WEIGHT)
+        PF__NAME(PF__SLOT_, CELL_SELECTION_BIAS) PF__NAME(PF__SLOT_, COLUMN_SELECTION_WEIGHT)
+        PF__NAME(PF__SLOT_, COLUMN_SELECTION_BIAS) PF__NAME(PF__SLOT_, AGGREGATION_WEIGHT) PF__NAME(PF__SLOT_, AGGREGATION_BIAS)
+        PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -8717,6 +8794,14 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_ENTITY_DENSE: *rows = h; *cols = (size_t)c->entity_emb_size; break;
     case PF__SLOT_ENTITY_POSITION_EMBED: *rows = (size_t)(c->max_positions + c->position_offset); *cols = h; break;
     case PF__SLOT_ENTITY_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
+    case PF__SLOT_COLUMN_TYPE_EMBED: case PF__SLOT_ROW_TYPE_EMBED: case PF__SLOT_PREV_LABEL_TYPE_EMBED:
+    case PF__SLOT_COLUMN_RANK_TYPE_EMBED: case PF__SLOT_INV_COLUMN_RANK_TYPE_EMBED: case PF__SLOT_NUMERIC_RELATION_TYPE_EMBED:
+        *rows = (size_t)c->table_type_sizes[1 + (slot - PF__SLOT_COLUMN_TYPE_EMBED)];
+        *cols = h;
+        break;
+    case PF__SLOT_CELL_SELECTION_BIAS: case PF__SLOT_COLUMN_SELECTION_BIAS: *rows = 1; break;
+    case PF__SLOT_AGGREGATION_WEIGHT: *rows = (size_t)c->num_aggregation_labels; *cols = h; break;
+    case PF__SLOT_AGGREGATION_BIAS: *rows = (size_t)c->num_aggregation_labels; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */
@@ -20371,8 +20456,8 @@ typedef struct pf__mpi_call {
     X(6, step.patches, const float *) X(7, step.cache_rows, const int *) X(8, pool_at, const int *)                   \
     X(9, reorder_dst, const int *) X(10, reorder_src, const int *) X(11, step.box_rows, const int32_t *)               \
     X(12, step.global_tokens, const int32_t *) X(13, step.regions, const float *) X(14, step.num_regions, const int *) \
-    X(15, stage_rows, const int *)
-#define PF__CALL_NUM_INPUTS 16
+    X(15, stage_rows, const int *) X(16, step.table_rows, const int32_t *)
+#define PF__CALL_NUM_INPUTS 17
 #define PF__CALL_OUTPUT_FIELDS(X)                                                                                    \
     X(0, logits, float *) X(1, hidden, float *) X(2, pooled, float *) X(3, embeds, float *) X(4, tokens, int32_t *)   \
     X(5, candidates, pf__choice *)
@@ -20396,7 +20481,8 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
                                             N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
                                             B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int),
                                             PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)cf->visual_embedding_dim * f,
-                                            B * sizeof(int), (size_t)g->stages * 2 * sizeof(int)};
+                                            B * sizeof(int), (size_t)g->stages * 2 * sizeof(int),
+                                            PF__TABLE_TYPES * N * i4};
     size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
                                           rows * i4, (size_t)g->world_ranks * rows * c->candidates_per_row * sizeof(pf__choice)};
     memcpy(in, sizes_in, sizeof sizes_in);
@@ -27832,7 +27918,14 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     if (norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
-    if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
+    if (PF__HAS(W[t->positions]) && s->table_rows) { /* TAPAS: each token's position as the host gives it */
+        pf__step positions = *s;
+        positions.ids = s->table_rows;
+        be->embed(r, r->part, &W[t->positions], &positions, 1.0f, 0);
+        be->add_residual(r, x, r->part, NULL, N, width);
+    } else if (PF__HAS(W[t->positions])) {
+        be->add_positions(r, x, &W[t->positions], s, c->position_offset);
+    }
     if (PF__HAS(W[PF__SLOT_X_POSITION_EMBED])) { /* LayoutLM: each box's rows, the tables whole on every rank */
         static const pf__slot tables[PF__BOX_LOOKUPS] = {PF__SLOT_X_POSITION_EMBED, PF__SLOT_Y_POSITION_EMBED,
                                                         PF__SLOT_X_POSITION_EMBED, PF__SLOT_Y_POSITION_EMBED,
@@ -27850,6 +27943,12 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
            have none: segment 0, as transformers' BERT towers take it */
         types.ids = s->type_ids ? s->type_ids : r->group->zero_ids;
         be->embed(r, r->part, &W[t->token_types], &types, 1.0f, 0);
+        be->add_residual(r, x, r->part, NULL, N, width);
+    }
+    for (int k = 1; k < PF__TABLE_TYPES && PF__HAS(W[PF__SLOT_COLUMN_TYPE_EMBED]); k++) { /* TAPAS: types 1 .. 6, after the segment's */
+        pf__step types = *s;
+        types.ids = s->table_rows ? s->table_rows + (size_t)k * N : r->group->zero_ids;
+        be->embed(r, r->part, &W[PF__SLOT_COLUMN_TYPE_EMBED + k - 1], &types, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
     if (PF__HAS(W[PF__SLOT_TASK_TYPE_EMBED])) { /* ERNIE: task 0's row on every token, as transformers' default */
@@ -35213,6 +35312,7 @@ static const struct pf__head_slots {
     {PF_HEAD_REPLACED_TOKEN_DETECTION, 0, {PF__SLOT_DISCRIMINATOR_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT}, 2},
     {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
     {PF_HEAD_NEXT_SENTENCE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_NEXT_SENTENCE_WEIGHT}, 2},
+    {PF_HEAD_TABLE_QUESTION_ANSWERING, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CELL_SELECTION_WEIGHT, PF__SLOT_COLUMN_SELECTION_WEIGHT}, 3},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
@@ -35220,7 +35320,8 @@ static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS, PF__SLOT_DISCRIMINATOR_WEIGHT,
     PF__SLOT_DISCRIMINATOR_BIAS, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_BIAS,
     PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS, PF__SLOT_CLASSIFIER_DENSE_WEIGHT,
-    PF__SLOT_CLASSIFIER_DENSE_BIAS,
+    PF__SLOT_CLASSIFIER_DENSE_BIAS, PF__SLOT_CELL_SELECTION_WEIGHT, PF__SLOT_CELL_SELECTION_BIAS,
+    PF__SLOT_COLUMN_SELECTION_WEIGHT, PF__SLOT_COLUMN_SELECTION_BIAS, PF__SLOT_AGGREGATION_WEIGHT, PF__SLOT_AGGREGATION_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -35236,6 +35337,7 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     case PF_HEAD_REPLACED_TOKEN_DETECTION: return "replaced-token detection";
     case PF_HEAD_MULTIPLE_CHOICE: return "multiple choice";
     case PF_HEAD_NEXT_SENTENCE: return "next-sentence prediction";
+    case PF_HEAD_TABLE_QUESTION_ANSWERING: return "table question answering";
     }
     return "?";
 }
@@ -35299,6 +35401,11 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     if (c->teacher_head && !m->sources[PF__SLOT_DIST_CLASSIFIER_WEIGHT].data)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names a head with teacher, but the "
                         "distillation classifier is missing", m->dir);
+    if (c->head == PF_HEAD_TABLE_QUESTION_ANSWERING &&
+        (c->num_aggregation_labels > 0) != (m->sources[PF__SLOT_AGGREGATION_WEIGHT].data != NULL))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is %s, but num_aggregation_labels is %d", m->dir,
+                        pf__arch_tensor_for(c->arch, PF__SLOT_AGGREGATION_WEIGHT)->pattern,
+                        c->num_aggregation_labels > 0 ? "missing" : "present", c->num_aggregation_labels);
     for (size_t i = 0; i < PF__COUNT(pf__head_only_slots); i++) {
         pf__slot slot = pf__head_only_slots[i];
         int used = 0;
@@ -35307,6 +35414,8 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
         if (slot == PF__SLOT_DIST_CLASSIFIER_WEIGHT || slot == PF__SLOT_DIST_CLASSIFIER_BIAS) used = c->teacher_head;
         if (slot == PF__SLOT_CLASSIFIER_DENSE_WEIGHT || slot == PF__SLOT_CLASSIFIER_DENSE_BIAS)
             used = c->head == PF_HEAD_SEQUENCE_CLASSIFICATION; /* BigBird's, beside its pooler */
+        if (slot == PF__SLOT_AGGREGATION_WEIGHT || slot == PF__SLOT_AGGREGATION_BIAS)
+            used = c->head == PF_HEAD_TABLE_QUESTION_ANSWERING; /* TAPAS's, with num_aggregation_labels (below) */
         if (slot >= PF__SLOT_HEAD_TRANSFORM_WEIGHT && slot <= PF__SLOT_HEAD_NORM_BIAS && c->head == PF_HEAD_CAUSAL_LM &&
             pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
             used = 1; /* a BERT decoder's LM head transforms its states first (its row requires the tensors) */
@@ -35796,6 +35905,8 @@ typedef struct pf__encode_extras {
                                                mention's last */
     const int *num_entities;                /* NULL: no row has entities */
     int mention_length;
+    const int32_t *const *table_types; /* pf_encode_table's: PF__TABLE_TYPES values a token (NULL, or a row's
+                                          NULL: all zero; then the segment is the token types') */
 } pf__encode_extras;
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
@@ -35852,6 +35963,7 @@ void pf_encoding_free(pf_encoding *e) {
     free(e->embeds);
     free(e->doc_embeds);
     free(e->logits);
+    free(e->aggregation_logits);
     free(e);
 }
 
@@ -36012,6 +36124,140 @@ static void pf__box_rows(int32_t *rows, size_t N, size_t first, const int32_t *b
     }
 }
 
+static const char *const pf__table_type_names[PF__TABLE_TYPES] = {
+    "segment", "column", "row", "previous label", "column rank", "inverse column rank", "numeric relation"};
+
+/* Row b's table types (PF__TABLE_TYPES a token): each within its table (type_vocab_sizes). */
+static pf_result pf__check_table_types(pf_model *m, const int32_t *types, int b, int length) {
+    const int *sizes = m->config.table_type_sizes;
+    for (int t = 0; t < length; t++)
+        for (int k = 0; k < PF__TABLE_TYPES; k++) {
+            int32_t v = types[(size_t)t * PF__TABLE_TYPES + (size_t)k];
+            if (v < 0 || v >= sizes[k])
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, token %d: table type %d (%s) %d is outside 0..%d "
+                                "(type_vocab_sizes)", b, t, k, pf__table_type_names[k], (int)v, sizes[k] - 1);
+        }
+    return PF_OK;
+}
+
+/* Row b's table rows (pf__step.table_rows, arrays of N) at its padded place first: each token's
+   position, from the first token of its cell (its column and row ids) where reset_positions_per_cell,
+   else from the row's start, at most max_positions - 1 (as transformers' TapasEmbeddings), then its
+   types 1 .. 6; segments (type 0) into segments[length]. types NULL: all 0. */
+static void pf__table_rows(const pf__config *c, int32_t *rows, size_t N, size_t first, int32_t *segments,
+                           const int32_t *types, int length) {
+    size_t K = PF__TABLE_TYPES;
+    for (int t = 0; t < length; t++) {
+        int cell_start = 0; /* all types 0: one cell, the row's start */
+        if (types && c->reset_positions_per_cell) {
+            const int32_t *own = types + (size_t)t * K;
+            cell_start = t;
+            for (int u = 0; u < t; u++)
+                if (types[(size_t)u * K + 1] == own[1] && types[(size_t)u * K + 2] == own[2]) {
+                    cell_start = u;
+                    break;
+                }
+        }
+        int position = t - cell_start, most = c->max_positions - 1;
+        rows[first + (size_t)t] = position < most ? position : most;
+        for (size_t k = 1; k < K; k++) rows[k * N + first + (size_t)t] = types ? types[(size_t)t * K + k] : 0;
+        if (types) segments[t] = types[(size_t)t * K];
+    }
+}
+
+/* TapasForQuestionAnswering's logits from e's states, each row's tokens alone (transformers'
+   forward without labels on that row): a token's cell logit is the mean over its cell (the tokens
+   of its clamped row and column ids) of (state . output_weights + output_bias) / temperature; the
+   column chosen is the one whose cells' mean logits (state . column_output_weights +
+   column_output_bias, averaged per cell, then over the column's cells) are highest, a column
+   without cells and, unless allow_empty_column_selection, column 0 taking 10000 less; a token
+   keeps its cell's logit in that column (not column 0) and takes 10000 less elsewhere, in float as
+   transformers adds it. The aggregation logits: aggregation_classifier on the pooled output. */
+#define PF__TAPAS_LOG_ZERO (-10000.0f) /* transformers' CLOSE_ENOUGH_TO_LOG_ZERO */
+static pf_result pf__table_head(pf_model *m, pf_encoding *e, const int32_t *const *table_types, const int *lengths) {
+    const pf__config *c = &m->config;
+    const pf__source *w = &m->sources[PF__SLOT_CELL_SELECTION_WEIGHT], *wb = &m->sources[PF__SLOT_CELL_SELECTION_BIAS];
+    const pf__source *v = &m->sources[PF__SLOT_COLUMN_SELECTION_WEIGHT], *vb = &m->sources[PF__SLOT_COLUMN_SELECTION_BIAS];
+    const pf__source *agg = &m->sources[PF__SLOT_AGGREGATION_WEIGHT], *agg_b = &m->sources[PF__SLOT_AGGREGATION_BIAS];
+    size_t d = (size_t)e->hidden_size, A = (size_t)c->num_aggregation_labels, C = (size_t)c->max_table_columns;
+    size_t most = 0;
+    for (int b = 0; b < e->batch; b++) most = (size_t)lengths[b] > most ? (size_t)lengths[b] : most;
+    /* per token its cell; per cell its key, token count and logit sums; per column its logit */
+    size_t *cell_of = (size_t *)malloc(most * sizeof(size_t)), *cell_key = (size_t *)malloc(most * sizeof(size_t));
+    double *cell_sums = (double *)malloc(most * 2 * sizeof(double));
+    int *cell_count = (int *)malloc(most * sizeof(int));
+    float *columns = (float *)malloc(C * sizeof(float));
+    e->logits = (float *)malloc((size_t)e->offsets[e->batch] * sizeof(float));
+    e->aggregation_logits = A ? (float *)malloc((size_t)e->batch * A * sizeof(float)) : NULL;
+    pf_result r = PF_OK;
+    if (!cell_of || !cell_key || !cell_sums || !cell_count || !columns || !e->logits || (A && !e->aggregation_logits))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r && agg->packed) /* read value by value here; a quantized checkpoint's matrices are decoded by rows */
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: a quantized aggregation_classifier is not supported", c->class_name);
+    float bias = wb->data ? pf__weight_value(wb->data, 0, wb->dtype) : 0.0f; /* absent: transformers' zeros */
+    float column_bias = vb->data ? pf__weight_value(vb->data, 0, vb->dtype) : 0.0f;
+    for (int b = 0; !r && b < e->batch; b++) {
+        const float *h = e->last_hidden_state + (size_t)e->offsets[b] * d;
+        const int32_t *types = table_types ? table_types[b] : NULL;
+        size_t L = (size_t)lengths[b], cells = 0;
+        for (size_t t = 0; t < L; t++) {
+            size_t row = types ? (size_t)types[t * PF__TABLE_TYPES + 2] : 0, col = types ? (size_t)types[t * PF__TABLE_TYPES + 1] : 0;
+            size_t key = (row < (size_t)c->max_table_rows ? row : (size_t)c->max_table_rows - 1) * C + (col < C ? col : C - 1);
+            double cell = 0, column = 0;
+            for (size_t i = 0; i < d; i++) {
+                cell += (double)h[t * d + i] * pf__weight_value(w->data, i, w->dtype);
+                column += (double)h[t * d + i] * pf__weight_value(v->data, i, v->dtype);
+            }
+            float cell_logit = ((float)cell + bias) / (float)c->cell_selection_temperature, column_logit = (float)column + column_bias;
+            size_t k = 0;
+            while (k < cells && cell_key[k] != key) k++;
+            if (k == cells) cell_key[cells] = key, cell_count[cells] = 0, cell_sums[2 * cells] = cell_sums[2 * cells + 1] = 0, cells++;
+            cell_of[t] = k;
+            cell_count[k]++;
+            cell_sums[2 * k] += cell_logit;
+            cell_sums[2 * k + 1] += column_logit;
+        }
+        /* each column: the mean of its cells' mean column logits (0 without cells), 10000 less where it has none */
+        for (size_t col = 0; col < C; col++) columns[col] = 0;
+        int *column_cells = (int *)calloc(C, sizeof(int));
+        if (!column_cells) {
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        for (size_t k = 0; k < cells; k++) {
+            columns[cell_key[k] % C] += (float)(cell_sums[2 * k + 1] / cell_count[k]);
+            column_cells[cell_key[k] % C]++;
+        }
+        size_t chosen = 0;
+        for (size_t col = 0; col < C; col++) {
+            columns[col] /= (float)column_cells[col] + 1e-10f; /* transformers' EPSILON_ZERO_DIVISION */
+            if (column_cells[col] == 0 && col != 0) columns[col] += PF__TAPAS_LOG_ZERO;
+            if (col == 0 && !c->allow_empty_column_selection) columns[col] += PF__TAPAS_LOG_ZERO;
+            if (columns[col] > columns[chosen]) chosen = col; /* the first of equal ones, as torch.argmax */
+        }
+        free(column_cells);
+        for (size_t t = 0; t < L; t++) {
+            size_t k = cell_of[t], col = cell_key[k] % C;
+            float selected = col == chosen && col != 0 ? 1.0f : 0.0f;
+            e->logits[(size_t)e->offsets[b] + t] = (float)(cell_sums[2 * k] / cell_count[k]) + PF__TAPAS_LOG_ZERO * (1.0f - selected);
+        }
+        for (size_t a = 0; a < A; a++) {
+            double sum = agg_b->data ? pf__weight_value(agg_b->data, a, agg_b->dtype) : 0.0;
+            for (size_t i = 0; i < d; i++)
+                sum += (double)e->pooled[(size_t)b * d + i] * pf__weight_value(agg->data, a * d + i, agg->dtype);
+            e->aggregation_logits[(size_t)b * A + a] = (float)sum;
+        }
+    }
+    if (!r) {
+        e->head = PF_HEAD_TABLE_QUESTION_ANSWERING;
+        e->num_logits = 1;
+        e->logits_per_token = 1;
+        e->num_aggregation_logits = (int)A;
+    }
+    free(cell_of), free(cell_key), free(cell_sums), free(cell_count), free(columns);
+    return r;
+}
+
 /* Row b's Longformer global attention into out[length]: the caller's mask (given: 0 or 1 a token),
    or without one the head's default as transformers' Longformer heads compute it: the first token
    (sequence classification), the question before the first separator (question answering) or the
@@ -36124,6 +36370,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (!extras) extras = &none;
     const int32_t *const *boxes = extras->boxes, *const *global = extras->global;
     const int *num_regions = extras->num_regions, *num_entities = extras->num_entities;
+    const int32_t *const *table_types = extras->table_types;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
@@ -36141,6 +36388,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                         "pf_encode does not give its projected hidden states", c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
     int has_boxes = m->sources[PF__SLOT_X_POSITION_EMBED].data != NULL; /* boxes: only pf_encode_layout's */
+    int has_table = m->sources[PF__SLOT_COLUMN_TYPE_EMBED].data != NULL; /* table types: only pf_encode_table's */
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
     int T = 0;
@@ -36165,6 +36413,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
                                 (c->type_vocab_size > 0 ? c->type_vocab_size : 1) - 1);
         if (boxes && boxes[b] && (r = pf__check_boxes(m, boxes[b], b, lengths[b]))) return r;
+        if (table_types && table_types[b] && (r = pf__check_table_types(m, table_types[b], b, lengths[b]))) return r;
         if (c->funnel && pf__funnel_output_length(c, lengths[b]) < 0)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens are too few for Funnel's %d poolings (%d at "
                             "least: transformers leaves a shorter row unpooled but reads position terms made for a pooled "
@@ -36195,10 +36444,14 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
                      : c->head == PF_HEAD_REPLACED_TOKEN_DETECTION ? 1
-                     : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
+                     : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ||
+                             c->head == PF_HEAD_TABLE_QUESTION_ANSWERING /* on the host, after the ranks */
+                         ? 0
+                         : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
     int32_t *box_rows = has_boxes ? (int32_t *)calloc(PF__BOX_LOOKUPS * N, sizeof(int32_t)) : NULL; /* none given: rows 0 */
+    int32_t *table_rows = has_table ? (int32_t *)calloc(PF__TABLE_TYPES * N, sizeof(int32_t)) : NULL;
     int32_t *global_tokens = c->local_attention ? (int32_t *)calloc(N, sizeof(int32_t)) : NULL;
     int any_regions = 0;
     for (int b = 0; num_regions && b < batch; b++) any_regions |= num_regions[b] > 0;
@@ -36215,7 +36468,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int pools = c->pool_eos_id >= 0 || c->pool_first_token || pf__choice_pools_last(c) ||
                 ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
-    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (c->local_attention && !global_tokens) ||
+    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (has_table && !table_rows) ||
+               (c->local_attention && !global_tokens) ||
                (any_regions && !region_rows) || (num_entity_rows && !entity_rows) || !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
@@ -36237,6 +36491,9 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
         if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
+        if (table_rows)
+            pf__table_rows(c, table_rows, N, (size_t)b * T + pads[b], padded_types + (size_t)b * T + pads[b],
+                           table_types ? table_types[b] : NULL, lengths[b]);
         if (global_tokens)
             r = pf__global_tokens(m, global ? global[b] : NULL, ids[b], b, lengths[b], global_tokens + (size_t)b * T + pads[b]);
     }
@@ -36248,6 +36505,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                                 /* XLM's languages: none given, none added */
                                 .type_ids = c->types_are_languages && !(types && types[0]) ? NULL : padded_types,
                                 .box_rows = box_rows,
+                                .table_rows = table_rows,
                                 .global_tokens = any_global ? global_tokens : NULL,
                                 .regions = region_rows,
                                 .num_regions = any_regions ? num_regions : NULL,
@@ -36299,11 +36557,15 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                         (size_t)(T - pads[b]) * num_logits * sizeof(float));
         e->logits = logits;
         logits = NULL;
+        if (c->head == PF_HEAD_TABLE_QUESTION_ANSWERING) r = pf__table_head(m, e, table_types, lengths);
+    }
+    if (!r) {
         *out = e;
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(region_rows), free(hidden);
+    free(padded), free(padded_types), free(pads), free(box_rows), free(table_rows), free(global_tokens), free(region_rows);
+    free(hidden);
     free(entity_rows);
     free(logits);
     free(pool_at);
@@ -36806,6 +37068,23 @@ pf_result pf_encode_layout(pf_model *m, const int32_t *const *ids, const int32_t
     else {
         pf__encode_extras extras = {.boxes = boxes};
         r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_table(pf_model *m, const int32_t *const *ids, const int32_t *const *table_types, const int *lengths,
+                          int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    pf_result r = pf__request_lock(m, "pf_encode_table");
+    if (r) return r;
+    if (!m->sources || !m->sources[PF__SLOT_COLUMN_TYPE_EMBED].data) {
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no table token types: pf_encode runs it",
+                     m->config.model_type);
+    } else {
+        pf__encode_extras extras = {.table_types = table_types};
+        r = pf__encode_locked(m, ids, NULL, &extras, lengths, batch, out);
     }
     pf__request_unlock(m);
     return r;
@@ -40536,6 +40815,10 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     }
     if (t->layout == PF__LAYOUT_COLUMN) want[1] = 1; /* [n, 1] */
     pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
+    if (t->layout == PF__LAYOUT_VECTOR && want[0] == 1 && st->ndim == 0) { /* a scalar nn.Parameter (TAPAS's biases) */
+        flat.ndim = 1;
+        flat.shape[0] = 1;
+    }
     if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
         /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
         int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);

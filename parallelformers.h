@@ -160,9 +160,18 @@ typedef enum pf_head {
     PF_HEAD_MULTIPLE_CHOICE,         /* ...ForMultipleChoice: 1 logit per sequence, from the pooled
                                         output; give a question's choices as rows (each the context
                                         paired with one choice) and take the softmax over them */
-    PF_HEAD_NEXT_SENTENCE            /* BertForNextSentencePrediction: 2 logits per sequence (a pair),
+    PF_HEAD_NEXT_SENTENCE,           /* BertForNextSentencePrediction: 2 logits per sequence (a pair),
                                         from the pooled output: the second text follows the first,
                                         then it does not */
+    PF_HEAD_TABLE_QUESTION_ANSWERING /* TapasForQuestionAnswering (pf_encode_table): 1 logit per token,
+                                        its cell's selection logit (the mean over the cell's tokens of
+                                        (state . output_weights + output_bias) / temperature), 10000
+                                        less outside the one column chosen (the column whose cells'
+                                        mean column_output_weights logits are highest; never column 0,
+                                        the question's), as transformers gives them without labels: a
+                                        cell is selected where its logit is above 0; and, where the
+                                        model has operators, each row's aggregation logits
+                                        (pf_encoding.aggregation_logits) */
 } pf_head;
 
 typedef struct pf_model_info {
@@ -623,6 +632,10 @@ typedef struct pf_encoding {
                                  NULL without one */
     float *doc_embeds;        /* [batch][projection_dim]: RetriBERT's embed_answers (pooled through
                                  its document projection); NULL for other models */
+    int num_aggregation_logits; /* PF_HEAD_TABLE_QUESTION_ANSWERING: the aggregation operators
+                                   (config.json's num_aggregation_labels); 0 otherwise */
+    float *aggregation_logits;  /* [batch][num_aggregation_logits]: TAPAS's logits_aggregation (its
+                                   aggregation_classifier on the pooled output); NULL without */
 } pf_encoding;
 
 /* Runs an encoder model on `batch` rows of token ids of any lengths (each at least 1 and within
@@ -660,6 +673,24 @@ void pf_encoding_free(pf_encoding *encoding); /* NULL is fine; any thread */
    without 2-D position embeddings. Threads: as pf_encode. */
 pf_result pf_encode_layout(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
                            const int32_t *const *boxes, const int *lengths, int batch, pf_encoding **out);
+
+/* A table model (TAPAS, model_type "tapas"): pf_encode with each token's 7 table token types, as
+   TapasTokenizer gives them (transformers' token_type_ids [batch, tokens, 7]). table_types[b]
+   holds 7 x lengths[b] values, token after token: segment (0 the question, 1 the table), column
+   (1.. the table's columns, 0 outside them), row (1.. the table's rows, 0 the header and outside),
+   previous label, column rank, inverse column rank, numeric relation; each within its table
+   (config.json's type_vocab_sizes). Where config.json's reset_position_index_per_cell is true (its
+   default) a token's position counts from the first token of its cell (the tokens of its column and
+   row ids; the question's and the header's are cells too), as transformers computes them; else from
+   the row's start. table_types NULL, or a row's NULL, for all zero (as transformers without
+   token_type_ids; pf_encode runs such a model so, its token_type_ids the segment alone). Heads:
+   TapasForMaskedLM, ...ForSequenceClassification (on the pooled output) and ...ForQuestionAnswering
+   (PF_HEAD_TABLE_QUESTION_ANSWERING, computed on each row's own tokens as transformers computes a
+   row alone). Results: as pf_encode's; PF_ERROR_INVALID_ARGUMENT also for a type outside its table
+   (the row, token and type named), PF_ERROR_UNSUPPORTED for a model without table types. Threads:
+   as pf_encode. */
+pf_result pf_encode_table(pf_model *model, const int32_t *const *ids, const int32_t *const *table_types,
+                          const int *lengths, int batch, pf_encoding **out);
 
 /* A model with Longformer's attention (model_type "longformer"; "led", whose encoder has it, gives
    its encoder's output as pf_encode does): pf_encode with the tokens that have global attention.

@@ -330,6 +330,7 @@ static const struct pf__head_slots {
     {PF_HEAD_REPLACED_TOKEN_DETECTION, 0, {PF__SLOT_DISCRIMINATOR_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT}, 2},
     {PF_HEAD_MULTIPLE_CHOICE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 2},
     {PF_HEAD_NEXT_SENTENCE, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_NEXT_SENTENCE_WEIGHT}, 2},
+    {PF_HEAD_TABLE_QUESTION_ANSWERING, 0, {PF__SLOT_POOLER_WEIGHT, PF__SLOT_CELL_SELECTION_WEIGHT, PF__SLOT_COLUMN_SELECTION_WEIGHT}, 3},
 };
 static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_TRANSFORM_BIAS, PF__SLOT_HEAD_NORM_WEIGHT, PF__SLOT_HEAD_NORM_BIAS,
@@ -337,7 +338,8 @@ static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS, PF__SLOT_DISCRIMINATOR_WEIGHT,
     PF__SLOT_DISCRIMINATOR_BIAS, PF__SLOT_DISCRIMINATOR_OUT_WEIGHT, PF__SLOT_DISCRIMINATOR_OUT_BIAS,
     PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS, PF__SLOT_CLASSIFIER_DENSE_WEIGHT,
-    PF__SLOT_CLASSIFIER_DENSE_BIAS,
+    PF__SLOT_CLASSIFIER_DENSE_BIAS, PF__SLOT_CELL_SELECTION_WEIGHT, PF__SLOT_CELL_SELECTION_BIAS,
+    PF__SLOT_COLUMN_SELECTION_WEIGHT, PF__SLOT_COLUMN_SELECTION_BIAS, PF__SLOT_AGGREGATION_WEIGHT, PF__SLOT_AGGREGATION_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -353,6 +355,7 @@ PF_PRIVATE const char *pf__head_name(pf_head head) {
     case PF_HEAD_REPLACED_TOKEN_DETECTION: return "replaced-token detection";
     case PF_HEAD_MULTIPLE_CHOICE: return "multiple choice";
     case PF_HEAD_NEXT_SENTENCE: return "next-sentence prediction";
+    case PF_HEAD_TABLE_QUESTION_ANSWERING: return "table question answering";
     }
     return "?";
 }
@@ -416,6 +419,11 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     if (c->teacher_head && !m->sources[PF__SLOT_DIST_CLASSIFIER_WEIGHT].data)
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's architectures names a head with teacher, but the "
                         "distillation classifier is missing", m->dir);
+    if (c->head == PF_HEAD_TABLE_QUESTION_ANSWERING &&
+        (c->num_aggregation_labels > 0) != (m->sources[PF__SLOT_AGGREGATION_WEIGHT].data != NULL))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is %s, but num_aggregation_labels is %d", m->dir,
+                        pf__arch_tensor_for(c->arch, PF__SLOT_AGGREGATION_WEIGHT)->pattern,
+                        c->num_aggregation_labels > 0 ? "missing" : "present", c->num_aggregation_labels);
     for (size_t i = 0; i < PF__COUNT(pf__head_only_slots); i++) {
         pf__slot slot = pf__head_only_slots[i];
         int used = 0;
@@ -424,6 +432,8 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
         if (slot == PF__SLOT_DIST_CLASSIFIER_WEIGHT || slot == PF__SLOT_DIST_CLASSIFIER_BIAS) used = c->teacher_head;
         if (slot == PF__SLOT_CLASSIFIER_DENSE_WEIGHT || slot == PF__SLOT_CLASSIFIER_DENSE_BIAS)
             used = c->head == PF_HEAD_SEQUENCE_CLASSIFICATION; /* BigBird's, beside its pooler */
+        if (slot == PF__SLOT_AGGREGATION_WEIGHT || slot == PF__SLOT_AGGREGATION_BIAS)
+            used = c->head == PF_HEAD_TABLE_QUESTION_ANSWERING; /* TAPAS's, with num_aggregation_labels (below) */
         if (slot >= PF__SLOT_HEAD_TRANSFORM_WEIGHT && slot <= PF__SLOT_HEAD_NORM_BIAS && c->head == PF_HEAD_CAUSAL_LM &&
             pf__archs[c->arch].kind == PF__KIND_SEQ2SEQ)
             used = 1; /* a BERT decoder's LM head transforms its states first (its row requires the tensors) */

@@ -1995,6 +1995,45 @@ static pf_result pf__config_xlnet(const pf__json *json, pf__config *c, const cha
     return PF_OK;
 }
 
+/* TAPAS's table (its rows read the scalar keys). type_vocab_sizes: the 7 token types' tables (the
+   segment's PF__SLOT_TOKEN_TYPE_EMBED, type_vocab_size here); transformers reads types 1 and 2 as
+   the column and row, so another count is refused. ...ForQuestionAnswering is
+   PF_HEAD_TABLE_QUESTION_ANSWERING, implemented with temperature, max_num_rows / max_num_columns
+   (the row and column ids clamped below them), allow_empty_column_selection, num_aggregation_labels
+   and select_one_column true (false is refused: transformers' head then computes no logits without
+   labels, its column logits being None). Keys of training alone, which the logits never read:
+   positive_label_weight, aggregation_loss_weight, use_answer_as_supervision,
+   answer_loss_importance, use_normalized_answer_loss, huber_loss_delta, aggregation_temperature
+   and use_gumbel_for_aggregation (the expected result of the regression loss; logits_aggregation
+   is the classifier's plain output), use_gumbel_for_cells, average_approximation_function,
+   cell_selection_preference, answer_loss_cutoff, disable_per_token_loss, average_logits_per_cell
+   (the loss's per-cell means: the logits are averaged per cell whatever it says); initialisation:
+   init_cell_selection_weights_to_zero; names: aggregation_labels, no_aggregation_label_index. */
+static pf_result pf__config_table(const pf__json *json, pf__config *cfg, const char *path, char *message, size_t size) {
+    static const int defaults[PF__TABLE_TYPES] = {3, 256, 256, 2, 256, 256, 10}; /* TapasConfig's */
+    int sizes[64], count = PF__TABLE_TYPES, read = pf__config_int_list(json, "type_vocab_sizes", sizes, 64, &count);
+    memcpy(cfg->table_type_sizes, read > 0 && count == PF__TABLE_TYPES ? sizes : defaults, sizeof defaults);
+    if (read < 0 || count != PF__TABLE_TYPES)
+        return pf__format(message, size, read < 0 ? PF_ERROR_FORMAT : PF_ERROR_UNSUPPORTED, "%s: \"type_vocab_sizes\" must "
+                          "be a list of %d table sizes (segment, column, row, previous label, column rank, inverse "
+                          "column rank, numeric relation), as TAPAS reads them", path, PF__TABLE_TYPES);
+    cfg->type_vocab_size = cfg->table_type_sizes[0];
+    if (cfg->max_table_rows < 1 || cfg->max_table_rows > 1000000 || cfg->max_table_columns < 1 ||
+        cfg->max_table_columns > 1000000 || cfg->num_aggregation_labels < 0 || cfg->num_aggregation_labels > 1000000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"max_num_rows\" %d, \"max_num_columns\" %d or "
+                          "\"num_aggregation_labels\" %d is not a count", path, cfg->max_table_rows,
+                          cfg->max_table_columns, cfg->num_aggregation_labels);
+    if (cfg->head == PF_HEAD_QUESTION_ANSWERING) cfg->head = PF_HEAD_TABLE_QUESTION_ANSWERING;
+    if (cfg->head != PF_HEAD_TABLE_QUESTION_ANSWERING) return PF_OK;
+    if (!(cfg->cell_selection_temperature > 0) || !isfinite(cfg->cell_selection_temperature))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"temperature\" %g is not above 0 (the cell logits are "
+                          "divided by it)", path, cfg->cell_selection_temperature);
+    if (!cfg->select_one_column)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"select_one_column\" false is not supported: "
+                          "transformers' %s computes no logits without labels then (true is)", path, cfg->class_name);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -2031,6 +2070,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         r = pf__config_block_sparse(json, cfg, path, message, size);
     if (!r && cfg->choice_pool_last && cfg->head == PF_HEAD_MULTIPLE_CHOICE) r = pf__config_summary(json, path, "last", 0, message, size);
     if (!r && cfg->summary_heads) r = pf__config_summary_heads(json, cfg, path, message, size);
+    if (!r && pf__arch_tensor_for(cfg->arch, PF__SLOT_COLUMN_TYPE_EMBED)) r = pf__config_table(json, cfg, path, message, size);
     const pf__json *positions = pf__json_get(json, "position_embedding_type"); /* transformers 4's BERT-likes */
     if (!r && a->kind == PF__KIND_ENCODER && positions &&
         (positions->type != PF__JSON_STRING || strcmp(positions->string, "absolute")))

@@ -106,6 +106,8 @@ typedef struct pf__encode_extras {
                                                mention's last */
     const int *num_entities;                /* NULL: no row has entities */
     int mention_length;
+    const int32_t *const *table_types; /* pf_encode_table's: PF__TABLE_TYPES values a token (NULL, or a row's
+                                          NULL: all zero; then the segment is the token types') */
 } pf__encode_extras;
 
 static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const int32_t *const *types,
@@ -162,6 +164,7 @@ void pf_encoding_free(pf_encoding *e) {
     free(e->embeds);
     free(e->doc_embeds);
     free(e->logits);
+    free(e->aggregation_logits);
     free(e);
 }
 
@@ -322,6 +325,140 @@ static void pf__box_rows(int32_t *rows, size_t N, size_t first, const int32_t *b
     }
 }
 
+static const char *const pf__table_type_names[PF__TABLE_TYPES] = {
+    "segment", "column", "row", "previous label", "column rank", "inverse column rank", "numeric relation"};
+
+/* Row b's table types (PF__TABLE_TYPES a token): each within its table (type_vocab_sizes). */
+static pf_result pf__check_table_types(pf_model *m, const int32_t *types, int b, int length) {
+    const int *sizes = m->config.table_type_sizes;
+    for (int t = 0; t < length; t++)
+        for (int k = 0; k < PF__TABLE_TYPES; k++) {
+            int32_t v = types[(size_t)t * PF__TABLE_TYPES + (size_t)k];
+            if (v < 0 || v >= sizes[k])
+                return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, token %d: table type %d (%s) %d is outside 0..%d "
+                                "(type_vocab_sizes)", b, t, k, pf__table_type_names[k], (int)v, sizes[k] - 1);
+        }
+    return PF_OK;
+}
+
+/* Row b's table rows (pf__step.table_rows, arrays of N) at its padded place first: each token's
+   position, from the first token of its cell (its column and row ids) where reset_positions_per_cell,
+   else from the row's start, at most max_positions - 1 (as transformers' TapasEmbeddings), then its
+   types 1 .. 6; segments (type 0) into segments[length]. types NULL: all 0. */
+static void pf__table_rows(const pf__config *c, int32_t *rows, size_t N, size_t first, int32_t *segments,
+                           const int32_t *types, int length) {
+    size_t K = PF__TABLE_TYPES;
+    for (int t = 0; t < length; t++) {
+        int cell_start = 0; /* all types 0: one cell, the row's start */
+        if (types && c->reset_positions_per_cell) {
+            const int32_t *own = types + (size_t)t * K;
+            cell_start = t;
+            for (int u = 0; u < t; u++)
+                if (types[(size_t)u * K + 1] == own[1] && types[(size_t)u * K + 2] == own[2]) {
+                    cell_start = u;
+                    break;
+                }
+        }
+        int position = t - cell_start, most = c->max_positions - 1;
+        rows[first + (size_t)t] = position < most ? position : most;
+        for (size_t k = 1; k < K; k++) rows[k * N + first + (size_t)t] = types ? types[(size_t)t * K + k] : 0;
+        if (types) segments[t] = types[(size_t)t * K];
+    }
+}
+
+/* TapasForQuestionAnswering's logits from e's states, each row's tokens alone (transformers'
+   forward without labels on that row): a token's cell logit is the mean over its cell (the tokens
+   of its clamped row and column ids) of (state . output_weights + output_bias) / temperature; the
+   column chosen is the one whose cells' mean logits (state . column_output_weights +
+   column_output_bias, averaged per cell, then over the column's cells) are highest, a column
+   without cells and, unless allow_empty_column_selection, column 0 taking 10000 less; a token
+   keeps its cell's logit in that column (not column 0) and takes 10000 less elsewhere, in float as
+   transformers adds it. The aggregation logits: aggregation_classifier on the pooled output. */
+#define PF__TAPAS_LOG_ZERO (-10000.0f) /* transformers' CLOSE_ENOUGH_TO_LOG_ZERO */
+static pf_result pf__table_head(pf_model *m, pf_encoding *e, const int32_t *const *table_types, const int *lengths) {
+    const pf__config *c = &m->config;
+    const pf__source *w = &m->sources[PF__SLOT_CELL_SELECTION_WEIGHT], *wb = &m->sources[PF__SLOT_CELL_SELECTION_BIAS];
+    const pf__source *v = &m->sources[PF__SLOT_COLUMN_SELECTION_WEIGHT], *vb = &m->sources[PF__SLOT_COLUMN_SELECTION_BIAS];
+    const pf__source *agg = &m->sources[PF__SLOT_AGGREGATION_WEIGHT], *agg_b = &m->sources[PF__SLOT_AGGREGATION_BIAS];
+    size_t d = (size_t)e->hidden_size, A = (size_t)c->num_aggregation_labels, C = (size_t)c->max_table_columns;
+    size_t most = 0;
+    for (int b = 0; b < e->batch; b++) most = (size_t)lengths[b] > most ? (size_t)lengths[b] : most;
+    /* per token its cell; per cell its key, token count and logit sums; per column its logit */
+    size_t *cell_of = (size_t *)malloc(most * sizeof(size_t)), *cell_key = (size_t *)malloc(most * sizeof(size_t));
+    double *cell_sums = (double *)malloc(most * 2 * sizeof(double));
+    int *cell_count = (int *)malloc(most * sizeof(int));
+    float *columns = (float *)malloc(C * sizeof(float));
+    e->logits = (float *)malloc((size_t)e->offsets[e->batch] * sizeof(float));
+    e->aggregation_logits = A ? (float *)malloc((size_t)e->batch * A * sizeof(float)) : NULL;
+    pf_result r = PF_OK;
+    if (!cell_of || !cell_key || !cell_sums || !cell_count || !columns || !e->logits || (A && !e->aggregation_logits))
+        r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+    if (!r && agg->packed) /* read value by value here; a quantized checkpoint's matrices are decoded by rows */
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: a quantized aggregation_classifier is not supported", c->class_name);
+    float bias = wb->data ? pf__weight_value(wb->data, 0, wb->dtype) : 0.0f; /* absent: transformers' zeros */
+    float column_bias = vb->data ? pf__weight_value(vb->data, 0, vb->dtype) : 0.0f;
+    for (int b = 0; !r && b < e->batch; b++) {
+        const float *h = e->last_hidden_state + (size_t)e->offsets[b] * d;
+        const int32_t *types = table_types ? table_types[b] : NULL;
+        size_t L = (size_t)lengths[b], cells = 0;
+        for (size_t t = 0; t < L; t++) {
+            size_t row = types ? (size_t)types[t * PF__TABLE_TYPES + 2] : 0, col = types ? (size_t)types[t * PF__TABLE_TYPES + 1] : 0;
+            size_t key = (row < (size_t)c->max_table_rows ? row : (size_t)c->max_table_rows - 1) * C + (col < C ? col : C - 1);
+            double cell = 0, column = 0;
+            for (size_t i = 0; i < d; i++) {
+                cell += (double)h[t * d + i] * pf__weight_value(w->data, i, w->dtype);
+                column += (double)h[t * d + i] * pf__weight_value(v->data, i, v->dtype);
+            }
+            float cell_logit = ((float)cell + bias) / (float)c->cell_selection_temperature, column_logit = (float)column + column_bias;
+            size_t k = 0;
+            while (k < cells && cell_key[k] != key) k++;
+            if (k == cells) cell_key[cells] = key, cell_count[cells] = 0, cell_sums[2 * cells] = cell_sums[2 * cells + 1] = 0, cells++;
+            cell_of[t] = k;
+            cell_count[k]++;
+            cell_sums[2 * k] += cell_logit;
+            cell_sums[2 * k + 1] += column_logit;
+        }
+        /* each column: the mean of its cells' mean column logits (0 without cells), 10000 less where it has none */
+        for (size_t col = 0; col < C; col++) columns[col] = 0;
+        int *column_cells = (int *)calloc(C, sizeof(int));
+        if (!column_cells) {
+            r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
+            break;
+        }
+        for (size_t k = 0; k < cells; k++) {
+            columns[cell_key[k] % C] += (float)(cell_sums[2 * k + 1] / cell_count[k]);
+            column_cells[cell_key[k] % C]++;
+        }
+        size_t chosen = 0;
+        for (size_t col = 0; col < C; col++) {
+            columns[col] /= (float)column_cells[col] + 1e-10f; /* transformers' EPSILON_ZERO_DIVISION */
+            if (column_cells[col] == 0 && col != 0) columns[col] += PF__TAPAS_LOG_ZERO;
+            if (col == 0 && !c->allow_empty_column_selection) columns[col] += PF__TAPAS_LOG_ZERO;
+            if (columns[col] > columns[chosen]) chosen = col; /* the first of equal ones, as torch.argmax */
+        }
+        free(column_cells);
+        for (size_t t = 0; t < L; t++) {
+            size_t k = cell_of[t], col = cell_key[k] % C;
+            float selected = col == chosen && col != 0 ? 1.0f : 0.0f;
+            e->logits[(size_t)e->offsets[b] + t] = (float)(cell_sums[2 * k] / cell_count[k]) + PF__TAPAS_LOG_ZERO * (1.0f - selected);
+        }
+        for (size_t a = 0; a < A; a++) {
+            double sum = agg_b->data ? pf__weight_value(agg_b->data, a, agg_b->dtype) : 0.0;
+            for (size_t i = 0; i < d; i++)
+                sum += (double)e->pooled[(size_t)b * d + i] * pf__weight_value(agg->data, a * d + i, agg->dtype);
+            e->aggregation_logits[(size_t)b * A + a] = (float)sum;
+        }
+    }
+    if (!r) {
+        e->head = PF_HEAD_TABLE_QUESTION_ANSWERING;
+        e->num_logits = 1;
+        e->logits_per_token = 1;
+        e->num_aggregation_logits = (int)A;
+    }
+    free(cell_of), free(cell_key), free(cell_sums), free(cell_count), free(columns);
+    return r;
+}
+
 /* Row b's Longformer global attention into out[length]: the caller's mask (given: 0 or 1 a token),
    or without one the head's default as transformers' Longformer heads compute it: the first token
    (sequence classification), the question before the first separator (question answering) or the
@@ -434,6 +571,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (!extras) extras = &none;
     const int32_t *const *boxes = extras->boxes, *const *global = extras->global;
     const int *num_regions = extras->num_regions, *num_entities = extras->num_entities;
+    const int32_t *const *table_types = extras->table_types;
     *out = NULL;
     pf_result r = pf__ensure_group(m);
     if (r) return r;
@@ -451,6 +589,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                         "pf_encode does not give its projected hidden states", c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
     int has_boxes = m->sources[PF__SLOT_X_POSITION_EMBED].data != NULL; /* boxes: only pf_encode_layout's */
+    int has_table = m->sources[PF__SLOT_COLUMN_TYPE_EMBED].data != NULL; /* table types: only pf_encode_table's */
     const pf__group *g = m->group;
     if (batch > g->max_batch) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "batch %d exceeds max_batch %d", batch, g->max_batch);
     int T = 0;
@@ -475,6 +614,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                 return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: token type %d is outside 0..%d", b, (int)types[b][t],
                                 (c->type_vocab_size > 0 ? c->type_vocab_size : 1) - 1);
         if (boxes && boxes[b] && (r = pf__check_boxes(m, boxes[b], b, lengths[b]))) return r;
+        if (table_types && table_types[b] && (r = pf__check_table_types(m, table_types[b], b, lengths[b]))) return r;
         if (c->funnel && pf__funnel_output_length(c, lengths[b]) < 0)
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens are too few for Funnel's %d poolings (%d at "
                             "least: transformers leaves a shorter row unpooled but reads position terms made for a pooled "
@@ -505,10 +645,14 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
                      : c->head == PF_HEAD_QUESTION_ANSWERING ? 2
                      : c->head == PF_HEAD_REPLACED_TOKEN_DETECTION ? 1
-                     : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ? 0 : c->num_labels;
+                     : c->head == PF_HEAD_NONE || c->head == PF_HEAD_CAUSAL_LM ||
+                             c->head == PF_HEAD_TABLE_QUESTION_ANSWERING /* on the host, after the ranks */
+                         ? 0
+                         : c->num_labels;
     int32_t *padded = (int32_t *)calloc(N, sizeof(int32_t)), *padded_types = (int32_t *)calloc(N, sizeof(int32_t));
     int *pads = (int *)calloc((size_t)batch, sizeof(int));
     int32_t *box_rows = has_boxes ? (int32_t *)calloc(PF__BOX_LOOKUPS * N, sizeof(int32_t)) : NULL; /* none given: rows 0 */
+    int32_t *table_rows = has_table ? (int32_t *)calloc(PF__TABLE_TYPES * N, sizeof(int32_t)) : NULL;
     int32_t *global_tokens = c->local_attention ? (int32_t *)calloc(N, sizeof(int32_t)) : NULL;
     int any_regions = 0;
     for (int b = 0; num_regions && b < batch; b++) any_regions |= num_regions[b] > 0;
@@ -525,7 +669,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int pools = c->pool_eos_id >= 0 || c->pool_first_token || pf__choice_pools_last(c) ||
                 ((decoder || seq2seq) && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION);
     int *pool_at = pools ? (int *)calloc((size_t)batch, sizeof(int)) : NULL;
-    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (c->local_attention && !global_tokens) ||
+    if (!r && (!padded || !padded_types || !pads || (has_boxes && !box_rows) || (has_table && !table_rows) ||
+               (c->local_attention && !global_tokens) ||
                (any_regions && !region_rows) || (num_entity_rows && !entity_rows) || !hidden || (num_logits && !logits) || !e || !e->offsets || (pools && !pool_at)))
         r = PF__FAIL(m, PF_ERROR_OUT_OF_MEMORY, "out of memory");
     for (int b = 0; !r && pool_at && b < batch; b++) {
@@ -547,6 +692,9 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
         if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
+        if (table_rows)
+            pf__table_rows(c, table_rows, N, (size_t)b * T + pads[b], padded_types + (size_t)b * T + pads[b],
+                           table_types ? table_types[b] : NULL, lengths[b]);
         if (global_tokens)
             r = pf__global_tokens(m, global ? global[b] : NULL, ids[b], b, lengths[b], global_tokens + (size_t)b * T + pads[b]);
     }
@@ -558,6 +706,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                                 /* XLM's languages: none given, none added */
                                 .type_ids = c->types_are_languages && !(types && types[0]) ? NULL : padded_types,
                                 .box_rows = box_rows,
+                                .table_rows = table_rows,
                                 .global_tokens = any_global ? global_tokens : NULL,
                                 .regions = region_rows,
                                 .num_regions = any_regions ? num_regions : NULL,
@@ -609,11 +758,15 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
                         (size_t)(T - pads[b]) * num_logits * sizeof(float));
         e->logits = logits;
         logits = NULL;
+        if (c->head == PF_HEAD_TABLE_QUESTION_ANSWERING) r = pf__table_head(m, e, table_types, lengths);
+    }
+    if (!r) {
         *out = e;
         e = NULL;
     }
     pf_encoding_free(e);
-    free(padded), free(padded_types), free(pads), free(box_rows), free(global_tokens), free(region_rows), free(hidden);
+    free(padded), free(padded_types), free(pads), free(box_rows), free(table_rows), free(global_tokens), free(region_rows);
+    free(hidden);
     free(entity_rows);
     free(logits);
     free(pool_at);
@@ -1116,6 +1269,23 @@ pf_result pf_encode_layout(pf_model *m, const int32_t *const *ids, const int32_t
     else {
         pf__encode_extras extras = {.boxes = boxes};
         r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
+    }
+    pf__request_unlock(m);
+    return r;
+}
+
+pf_result pf_encode_table(pf_model *m, const int32_t *const *ids, const int32_t *const *table_types, const int *lengths,
+                          int batch, pf_encoding **out) {
+    if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
+    *out = NULL;
+    pf_result r = pf__request_lock(m, "pf_encode_table");
+    if (r) return r;
+    if (!m->sources || !m->sources[PF__SLOT_COLUMN_TYPE_EMBED].data) {
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no table token types: pf_encode runs it",
+                     m->config.model_type);
+    } else {
+        pf__encode_extras extras = {.table_types = table_types};
+        r = pf__encode_locked(m, ids, NULL, &extras, lengths, batch, out);
     }
     pf__request_unlock(m);
     return r;

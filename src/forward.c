@@ -168,7 +168,14 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
     if (norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
-    if (PF__HAS(W[t->positions])) be->add_positions(r, x, &W[t->positions], s, c->position_offset);
+    if (PF__HAS(W[t->positions]) && s->table_rows) { /* TAPAS: each token's position as the host gives it */
+        pf__step positions = *s;
+        positions.ids = s->table_rows;
+        be->embed(r, r->part, &W[t->positions], &positions, 1.0f, 0);
+        be->add_residual(r, x, r->part, NULL, N, width);
+    } else if (PF__HAS(W[t->positions])) {
+        be->add_positions(r, x, &W[t->positions], s, c->position_offset);
+    }
     if (PF__HAS(W[PF__SLOT_X_POSITION_EMBED])) { /* LayoutLM: each box's rows, the tables whole on every rank */
         static const pf__slot tables[PF__BOX_LOOKUPS] = {PF__SLOT_X_POSITION_EMBED, PF__SLOT_Y_POSITION_EMBED,
                                                         PF__SLOT_X_POSITION_EMBED, PF__SLOT_Y_POSITION_EMBED,
@@ -186,6 +193,12 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
            have none: segment 0, as transformers' BERT towers take it */
         types.ids = s->type_ids ? s->type_ids : r->group->zero_ids;
         be->embed(r, r->part, &W[t->token_types], &types, 1.0f, 0);
+        be->add_residual(r, x, r->part, NULL, N, width);
+    }
+    for (int k = 1; k < PF__TABLE_TYPES && PF__HAS(W[PF__SLOT_COLUMN_TYPE_EMBED]); k++) { /* TAPAS: types 1 .. 6, after the segment's */
+        pf__step types = *s;
+        types.ids = s->table_rows ? s->table_rows + (size_t)k * N : r->group->zero_ids;
+        be->embed(r, r->part, &W[PF__SLOT_COLUMN_TYPE_EMBED + k - 1], &types, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
     if (PF__HAS(W[PF__SLOT_TASK_TYPE_EMBED])) { /* ERNIE: task 0's row on every token, as transformers' default */

@@ -384,6 +384,21 @@ typedef enum {
     PF__SLOT_ENTITY_TYPE_EMBED,        /* [type_vocab_size, hidden] */
     PF__SLOT_ENTITY_NORM_WEIGHT,       /* [hidden] */
     PF__SLOT_ENTITY_NORM_BIAS,         /* [hidden] */
+    /* TAPAS's table (pf_encode_table): token types 1 .. 6 each add their table's row, after the
+       segment's (type 0, PF__SLOT_TOKEN_TYPE_EMBED); consecutive, in TapasTokenizer's order */
+    PF__SLOT_COLUMN_TYPE_EMBED,        /* [type_vocab_sizes[1], hidden]: the column (1..: the table's; 0 outside) */
+    PF__SLOT_ROW_TYPE_EMBED,           /* [type_vocab_sizes[2], hidden]: the row (1..: the body's; 0 outside) */
+    PF__SLOT_PREV_LABEL_TYPE_EMBED,    /* [type_vocab_sizes[3], hidden]: the previous answer's cells (SQA) */
+    PF__SLOT_COLUMN_RANK_TYPE_EMBED,   /* [type_vocab_sizes[4], hidden]: the cell's rank in its column */
+    PF__SLOT_INV_COLUMN_RANK_TYPE_EMBED, /* [type_vocab_sizes[5], hidden]: the rank from the other end */
+    PF__SLOT_NUMERIC_RELATION_TYPE_EMBED, /* [type_vocab_sizes[6], hidden]: the cell against the question's numbers */
+    /* TapasForQuestionAnswering's head, read on the host from the encoding (encode.c's pf__table_head) */
+    PF__SLOT_CELL_SELECTION_WEIGHT,    /* [hidden]: output_weights, a token's cell logit */
+    PF__SLOT_CELL_SELECTION_BIAS,      /* [1]: output_bias (stored 0-d) */
+    PF__SLOT_COLUMN_SELECTION_WEIGHT,  /* [hidden]: column_output_weights, a token's column logit */
+    PF__SLOT_COLUMN_SELECTION_BIAS,    /* [1]: column_output_bias (stored 0-d) */
+    PF__SLOT_AGGREGATION_WEIGHT,       /* [num_aggregation_labels, hidden]: aggregation_classifier, on the pooled output */
+    PF__SLOT_AGGREGATION_BIAS,         /* [num_aggregation_labels] */
     /* Dual encoders (CLIP): */
     PF__SLOT_POOLER_NORM_WEIGHT,    /* [hidden]: a norm of the pooled token (CLIP vision's post_layernorm) */
     PF__SLOT_POOLER_NORM_BIAS,      /* [hidden] */
@@ -791,6 +806,10 @@ typedef struct pf__arch_require { pf__arch_id arch; const char *key; double valu
 
 typedef struct pf__arch_buffer { pf__arch_id arch; const char *pattern; } pf__arch_buffer;
 
+/* TAPAS's token types a token has (type_vocab_sizes): segment, column, row, previous label, column
+   rank, inverse column rank, numeric relation, as TapasTokenizer gives them. */
+#define PF__TABLE_TYPES 7
+
 /* Hyperparameters, whatever the config.json keys are called. */
 typedef struct pf__config {
     pf__arch_id arch;
@@ -816,6 +835,15 @@ typedef struct pf__config {
     int classify_entities;          /* LUKE's heads on entities: the sequence classifier reads each row's first
                                        entity's state (1), or its first two's side by side (2: entity pairs),
                                        not the pooled output; 0: neither */
+    /* TAPAS (pf_encode_table): */
+    int table_type_sizes[PF__TABLE_TYPES]; /* type_vocab_sizes: each token type's table rows; [1] 0: no table */
+    int reset_positions_per_cell;   /* reset_position_index_per_cell: a token's position counts from its cell's
+                                       first token (the tokens of one column and row id) */
+    int max_table_rows, max_table_columns; /* max_num_rows / _columns: the QA head's row and column ids clamped below */
+    int select_one_column;          /* the QA head keeps one column's cells (0: refused; transformers fails without labels) */
+    int allow_empty_column_selection; /* 1: column 0 (no cell) may be the one chosen, every cell then masked */
+    double cell_selection_temperature; /* temperature: the QA head's cell logits are divided by it */
+    int num_aggregation_labels;     /* the QA head's aggregation operators (aggregation_classifier); 0: none */
     int classify_before_last_token; /* 1: the sequence classifier reads the state of each row's text token before
                                        its last (VisualBERT's VQA head: transformers' attention_mask.sum(1) - 2,
                                        the token before [SEP]), not the pooled output */
@@ -1736,6 +1764,9 @@ typedef struct pf__step {
                                model has a token type table */
     const int32_t *box_rows;/* host, [PF__BOX_LOOKUPS][batch][seq_len]: the rows of LayoutLM's 2-D
                                position tables each token reads; set whenever the model has them */
+    const int32_t *table_rows;/* host, [PF__TABLE_TYPES][batch][seq_len]: TAPAS: row 0 each token's position
+                               (restarting in its cell where reset_positions_per_cell), rows 1 .. 6 its table
+                               types 1 .. 6 (type 0 is type_ids); NULL: positions from the row's start, types 0 */
     const int32_t *global_tokens; /* host, [batch][seq_len]: 1 where a token has Longformer's global
                                attention, 0 elsewhere (pads too); NULL: no token has */
     const float *regions;   /* host, [batch][seq_len][visual_embedding_dim]: VisualBERT's region features at

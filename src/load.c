@@ -46,6 +46,10 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
     }
     if (t->layout == PF__LAYOUT_COLUMN) want[1] = 1; /* [n, 1] */
     pf__st_tensor flat = *st; /* SQUEEZED and CONV tensors checked as the 2-D [out, in] they are read as */
+    if (t->layout == PF__LAYOUT_VECTOR && want[0] == 1 && st->ndim == 0) { /* a scalar nn.Parameter (TAPAS's biases) */
+        flat.ndim = 1;
+        flat.shape[0] = 1;
+    }
     if (t->layout == PF__LAYOUT_SQUEEZED || t->layout == PF__LAYOUT_CONV) {
         /* a 1-D SQUEEZED tensor is one row (CLIP's class_embedding) */
         int leading_ones = t->layout == PF__LAYOUT_SQUEEZED, ok = st->ndim >= 2 || (leading_ones && st->ndim == 1);

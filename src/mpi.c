@@ -61,8 +61,8 @@ typedef struct pf__mpi_call {
     X(6, step.patches, const float *) X(7, step.cache_rows, const int *) X(8, pool_at, const int *)                   \
     X(9, reorder_dst, const int *) X(10, reorder_src, const int *) X(11, step.box_rows, const int32_t *)               \
     X(12, step.global_tokens, const int32_t *) X(13, step.regions, const float *) X(14, step.num_regions, const int *) \
-    X(15, stage_rows, const int *)
-#define PF__CALL_NUM_INPUTS 16
+    X(15, stage_rows, const int *) X(16, step.table_rows, const int32_t *)
+#define PF__CALL_NUM_INPUTS 17
 #define PF__CALL_OUTPUT_FIELDS(X)                                                                                    \
     X(0, logits, float *) X(1, hidden, float *) X(2, pooled, float *) X(3, embeds, float *) X(4, tokens, int32_t *)   \
     X(5, candidates, pf__choice *)
@@ -86,7 +86,8 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
                                             N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
                                             B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int),
                                             PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)cf->visual_embedding_dim * f,
-                                            B * sizeof(int), (size_t)g->stages * 2 * sizeof(int)};
+                                            B * sizeof(int), (size_t)g->stages * 2 * sizeof(int),
+                                            PF__TABLE_TYPES * N * i4};
     size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
                                           rows * i4, (size_t)g->world_ranks * rows * c->candidates_per_row * sizeof(pf__choice)};
     memcpy(in, sizes_in, sizeof sizes_in);

@@ -103,7 +103,13 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
         PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
         PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
-        PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
+        PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS)
+        PF__NAME(PF__SLOT_, COLUMN_TYPE_EMBED) PF__NAME(PF__SLOT_, ROW_TYPE_EMBED) PF__NAME(PF__SLOT_, PREV_LABEL_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, COLUMN_RANK_TYPE_EMBED) PF__NAME(PF__SLOT_, INV_COLUMN_RANK_TYPE_EMBED)
+        PF__NAME(PF__SLOT_, NUMERIC_RELATION_TYPE_EMBED) PF__NAME(PF__SLOT_, CELL_SELECTION_WEIGHT)
+        PF__NAME(PF__SLOT_, CELL_SELECTION_BIAS) PF__NAME(PF__SLOT_, COLUMN_SELECTION_WEIGHT)
+        PF__NAME(PF__SLOT_, COLUMN_SELECTION_BIAS) PF__NAME(PF__SLOT_, AGGREGATION_WEIGHT) PF__NAME(PF__SLOT_, AGGREGATION_BIAS)
+        PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_NORM_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_NORM_BIAS)
         PF__NAME(PF__SLOT_, FEATURE_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, FEATURE_PROJECTION_BIAS)
@@ -1325,6 +1331,14 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_ENTITY_DENSE: *rows = h; *cols = (size_t)c->entity_emb_size; break;
     case PF__SLOT_ENTITY_POSITION_EMBED: *rows = (size_t)(c->max_positions + c->position_offset); *cols = h; break;
     case PF__SLOT_ENTITY_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
+    case PF__SLOT_COLUMN_TYPE_EMBED: case PF__SLOT_ROW_TYPE_EMBED: case PF__SLOT_PREV_LABEL_TYPE_EMBED:
+    case PF__SLOT_COLUMN_RANK_TYPE_EMBED: case PF__SLOT_INV_COLUMN_RANK_TYPE_EMBED: case PF__SLOT_NUMERIC_RELATION_TYPE_EMBED:
+        *rows = (size_t)c->table_type_sizes[1 + (slot - PF__SLOT_COLUMN_TYPE_EMBED)];
+        *cols = h;
+        break;
+    case PF__SLOT_CELL_SELECTION_BIAS: case PF__SLOT_COLUMN_SELECTION_BIAS: *rows = 1; break;
+    case PF__SLOT_AGGREGATION_WEIGHT: *rows = (size_t)c->num_aggregation_labels; *cols = h; break;
+    case PF__SLOT_AGGREGATION_BIAS: *rows = (size_t)c->num_aggregation_labels; break;
     case PF__SLOT_REL_BIAS: case PF__SLOT_ENC_REL_BIAS: *rows = (size_t)c->rel_table_rows; *cols = (size_t)c->num_heads; break;
     case PF__SLOT_REL_EMBED: *rows = 2 * (size_t)c->rel_span; *cols = h; break;
     default: *rows = h; break; /* norms and the remaining biases */

@@ -20,7 +20,7 @@
 #
 # The environment the committed fixtures were made in: torch 2.15.0 (CPU), tokenizers 0.23.3,
 # transformers 5.23.0, except the steps marked 5.24 below (clip, audio, whisper, speech2text,
-# q8, visual-bert, luke), last run with transformers 5.24.0: their config.json files record
+# q8, visual-bert, luke, tapas), last run with transformers 5.24.0: their config.json files record
 # "transformers_version", so another version rewrites that line (and may change the saved files
 # where a release changed save_pretrained). No step needs transformers 4: the layouts of
 # transformers 4 checkpoints are written by hand where a test needs them (xlm-prophetnet-s2s, whose
@@ -74,6 +74,7 @@ STEPS=(
 "encoders|make_encoder_fixtures.py|torch transformers sentence_transformers=sentence-transformers|5.23|bert, bert-*, roberta*, mpnet*, electra*, albert*, distilbert*, t5-encoder*, ... (sentence-transformers 6)"
 "visual-bert|make_visual_bert_fixtures.py|torch transformers|5.24|visual-bert, visual-bert-pretraining, -vqa, -nlvr, -mc, -vqa-text (after encoder-tokenizers: tokenizer-bert)"
 "luke|make_luke_fixtures.py|torch transformers|5.24|luke, luke-plain, -entity, -pair, -seq, -token, -qa, -mc, -entity-text (after encoder-tokenizers: tokenizer-roberta)"
+"tapas|make_tapas_fixtures.py|torch transformers|5.24|tapas, tapas-absolute, -mlm, -cls, -qa, -qa-empty"
 "seq2seq|make_seq2seq_fixtures.py|torch transformers numpy safetensors sentencepiece|5.23|the *-s2s fixtures (after seq2seq-tokenizers, whose tokenizers they use)"
 "prophetnet|make_prophetnet_fixtures.py|torch transformers numpy|5.24|prophetnet-s2s (run again with the argument xlm: xlm-prophetnet-s2s, made by transformers 4.57 in /work/venv-tf4)"
 "vision|make_vision_fixtures.py|torch transformers numpy PIL=pillow torchvision|5.23|vit, vit-cls, deit-cls, deit-teacher"

@@ -117,6 +117,8 @@ typedef struct test_encoder_reference {
     int num_entities[TEST_ENCODER_ROWS], mention_length; /* each row's entities, after its tokens */
     int32_t entity_ids[TEST_ENCODER_ROWS][TEST_MAX_ENTITIES];
     int32_t entity_positions[TEST_ENCODER_ROWS][TEST_MAX_ENTITIES * TEST_MAX_MENTION]; /* mention_length each, -1 padded */
+    int has_table;        /* 1: TAPAS's (table<i>=): run with pf_encode_table */
+    int32_t table[TEST_ENCODER_ROWS][7 * TEST_MAX_IDS]; /* each token's 7 table types */
 } test_encoder_reference;
 int test_read_encoder_reference(const char *dir, test_encoder_reference *ref); /* 0 on success */
 /* The reference's rows through pf_encode, or the call that takes what the reference has beside the

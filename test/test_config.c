@@ -456,6 +456,40 @@ static void test_luke_refusals(void) {
     }
 }
 
+/* TAPAS: type_vocab_sizes must list 7 tables of the tensors' rows; the QA head's select_one_column
+   false (transformers then computes no logits without labels) is refused by name, a temperature
+   not above 0 too; the aggregation classifier must be there exactly when num_aggregation_labels
+   says so; the keys of training alone load. */
+static void test_tapas_refusals(void) {
+    static const char *sizes = "\"type_vocab_sizes\": [\n    3,\n    6,\n    8,\n    2,\n    7,\n    6,\n    4\n  ]";
+    static const struct { const char *fixture, *from, *to; pf_result want; const char *message; } cases[] = {
+        {"tapas", NULL, "\"type_vocab_sizes\": [3, 6, 8, 2, 7, 6]", PF_ERROR_UNSUPPORTED,
+         "\"type_vocab_sizes\" must be a list of 7 table sizes"},
+        {"tapas", NULL, "\"type_vocab_sizes\": [3, 6, 9, 2, 7, 6, 4]", PF_ERROR_FORMAT, "token_type_embeddings_2.weight"},
+        {"tapas", NULL, "\"type_vocab_sizes\": [3, 6, 8, 2, 7, 6, 0]", PF_ERROR_FORMAT, "\"type_vocab_sizes\" must be"},
+        {"tapas-qa", "\"select_one_column\": true", "\"select_one_column\": false", PF_ERROR_UNSUPPORTED,
+         "\"select_one_column\" false is not supported: transformers' TapasForQuestionAnswering computes no logits"},
+        {"tapas-qa", "\"temperature\": 0.7", "\"temperature\": 0", PF_ERROR_FORMAT, "\"temperature\" 0 is not above 0"},
+        {"tapas-qa", "\"num_aggregation_labels\": 4", "\"num_aggregation_labels\": 3", PF_ERROR_FORMAT,
+         "aggregation_classifier.weight"},
+        {"tapas-qa-empty", "\"num_aggregation_labels\": 0", "\"num_aggregation_labels\": 2", PF_ERROR_FORMAT,
+         "tensor 'aggregation_classifier.weight' is missing, but num_aggregation_labels is 2"},
+        {"tapas-qa", "\"max_num_rows\": 4", "\"max_num_rows\": 0", PF_ERROR_FORMAT, "\"max_num_rows\" 0"},
+        {"tapas-qa", "\"positive_label_weight\": 10.0", "\"positive_label_weight\": 3.0", PF_OK, NULL},
+        {"tapas-qa", "\"use_gumbel_for_cells\": false", "\"use_gumbel_for_cells\": true", PF_OK, NULL},
+        {"tapas-qa", "\"average_logits_per_cell\": false", "\"average_logits_per_cell\": true", PF_OK, NULL},
+        {"tapas-qa", "\"aggregation_temperature\": 1.0", "\"aggregation_temperature\": 2.0", PF_OK, NULL},
+        {"tapas-cls", "\"select_one_column\": true", "\"select_one_column\": false", PF_OK, NULL}, /* the QA head's alone */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from ? cases[i].from : sizes, cases[i].to);
+        char what[160];
+        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
+        pf_free(expect_load(what, NULL, cases[i].want, cases[i].message));
+    }
+}
+
 /* SqueezeBERT's group counts say how its convolutions' weights are stored: one that disagrees
    with a weight, or divides no channels, is refused naming the tensor and the groups; an
    embedding_size apart from hidden_size (which transformers asserts against) by name. */
@@ -1661,6 +1695,7 @@ void test_config(void) {
     test_layoutlm_refusals();
     test_visual_bert_refusals();
     test_luke_refusals();
+    test_tapas_refusals();
     test_longformer_refusals();
     test_prophetnet_refusals();
     test_mobilebert_refusals();

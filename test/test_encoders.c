@@ -31,6 +31,43 @@ static void check_array(const char *what, const char *dir, const char *file, con
     free(want);
 }
 
+/* TAPAS's question answering logits against transformers': transformers takes 10000 off every
+   token outside the column it chooses, and a float holds values near -10000 to 2^-10 only (its
+   spacing there), so those are compared within 1e-4 plus that spacing (the reference's own
+   rounding: one float apart), the chosen column's within 1e-4; which tokens are chosen must agree. */
+static void check_table_logits(const char *what, const char *dir, const float *got, size_t count) {
+    char path[1100];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/logits.bin", dir);
+    float *want = test_read_floats(path, &n);
+    CHECK_MSG(want && got && n == count, "%s: logits.bin holds %zu floats, the output %zu", what, n, count);
+    float worst_kept = 0, worst_masked = 0;
+    int agree = 1;
+    for (size_t i = 0; want && got && n == count && i < n; i++) {
+        float diff = fabsf(got[i] - want[i]);
+        int masked = want[i] < -5000.0f;
+        agree &= masked == (got[i] < -5000.0f);
+        if (!masked && diff > worst_kept) worst_kept = diff;
+        if (masked && diff - (nextafterf(fabsf(want[i]), INFINITY) - fabsf(want[i])) > worst_masked)
+            worst_masked = diff - (nextafterf(fabsf(want[i]), INFINITY) - fabsf(want[i]));
+    }
+    CHECK_MSG(agree, "%s: the tokens of the chosen column differ from transformers'", what);
+    CHECK_MSG(worst_kept <= TOLERANCE, "%s: the chosen column's logits differ from transformers by %g", what, worst_kept);
+    CHECK_MSG(worst_masked <= TOLERANCE, "%s: the other logits differ from transformers by %g beyond a float's spacing",
+              what, worst_masked);
+    free(want);
+}
+
+/* An encoding's head logits (and TAPAS's aggregation logits) against the fixture's. */
+static void check_logits(const char *what, const char *dir, const pf_encoding *e, size_t tokens) {
+    if (e->head == PF_HEAD_TABLE_QUESTION_ANSWERING) {
+        check_table_logits(what, dir, e->logits, tokens);
+        check_array(what, dir, "aggregation.bin", e->aggregation_logits, (size_t)e->batch * (size_t)e->num_aggregation_logits);
+        return;
+    }
+    check_array(what, dir, "logits.bin", e->logits, (e->logits_per_token ? tokens : (size_t)e->batch) * (size_t)e->num_logits);
+}
+
 /* The kinds of model an encoding fixture holds. A decoder runs as an encoder (its hidden states
    after the final norm; a sequence classifier's score of each row's last token that is not
    padding), also in chunks of 2 positions a row, as long inputs run; an encoder-decoder's task
@@ -83,7 +120,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         CHECK(e->head == head && e->num_logits == num_logits && e->logits_per_token == per_token);
         check_array(what, dir, "hidden.bin", e->last_hidden_state, tokens * (size_t)e->hidden_size);
         check_array(what, dir, "pooled.bin", e->pooled, (size_t)ref.rows * (size_t)e->hidden_size);
-        check_array(what, dir, "logits.bin", e->logits, (per_token ? tokens : (size_t)ref.rows) * (size_t)num_logits);
+        check_logits(what, dir, e, tokens);
         check_array(what, dir, "embeds.bin", e->embeds, (size_t)ref.rows * (size_t)e->projection_dim);
         check_array(what, dir, "doc_embeds.bin", e->doc_embeds, (size_t)ref.rows * (size_t)e->projection_dim);
         pf_encoding_free(e);
@@ -97,7 +134,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         char what[160];
         snprintf(what, sizeof what, "%s after pf_to_cpu", name);
         check_array(what, dir, "hidden.bin", e->last_hidden_state, tokens * (size_t)e->hidden_size);
-        check_array(what, dir, "logits.bin", e->logits, (per_token ? tokens : (size_t)ref.rows) * (size_t)num_logits);
+        check_logits(what, dir, e, tokens);
         check_array(what, dir, "doc_embeds.bin", e->doc_embeds, (size_t)ref.rows * (size_t)e->projection_dim);
     }
     pf_encoding_free(e);
@@ -109,7 +146,7 @@ static void test_encoder_fixture_of(const char *name, pf_head head, int num_logi
         float *logits = (float *)malloc(count * sizeof(float)), *want = NULL;
         char path[1100];
         snprintf(path, sizeof path, "%s/logits.bin", dir);
-        if (ref.has_boxes || ref.has_global || ref.has_regions) {
+        if (ref.has_boxes || ref.has_global || ref.has_regions || ref.has_table) {
             pf_encoding *unboxed = NULL;
             CHECK((ref.has_boxes ? pf_encode_layout(m, ids, types, NULL, ref.lengths, 1, &unboxed)
                                  : pf_encode(m, ids, types, ref.lengths, 1, &unboxed)) == PF_OK);
@@ -1455,6 +1492,110 @@ static void test_layout_cli(void) {
     unlink(logits_path);
 }
 
+/* TAPAS's table types: one outside its table (type_vocab_sizes) refused naming the row, token and
+   type; pf_encode_table on a model without them refused; pf_encode gives what pf_encode_table
+   without types gives (every type 0); a row with types beside one without gives each what it gives
+   alone. build/table end to end on tapas-qa's rows (two rows a batch, 3 ranks): the cells whose
+   logits transformers puts above 0 and the best aggregation operator of each row; a malformed line
+   and a bad type are clear errors. */
+static void test_tapas_inputs(void) {
+    char dir[1024];
+    test_encoder_reference ref;
+    snprintf(dir, sizeof dir, "%s/tapas-qa", test_fixtures);
+    pf_model *m = test_read_encoder_reference(dir, &ref) ? NULL : load_on_cpu("tapas-qa", 2);
+    if (!m) return;
+    const int32_t *ids[2] = {ref.ids[0], ref.ids[2]}, *table[2] = {ref.table[0], NULL};
+    int lengths[2] = {ref.lengths[0], ref.lengths[2]};
+    static const struct { int token, type, value; const char *message; } bad[] = {
+        {6, 1, 6, "row 0, token 6: table type 1 (column) 6 is outside 0..5 (type_vocab_sizes)"},
+        {7, 2, 8, "row 0, token 7: table type 2 (row) 8 is outside 0..7"},
+        {2, 6, -1, "row 0, token 2: table type 6 (numeric relation) -1 is outside 0..3"},
+        {1, 0, 3, "row 0, token 1: table type 0 (segment) 3 is outside 0..2"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int32_t types[7 * TEST_MAX_IDS];
+        memcpy(types, ref.table[0], sizeof types);
+        types[7 * bad[i].token + bad[i].type] = bad[i].value;
+        const int32_t *rows[1] = {types};
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_table(m, ids, rows, lengths, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK_MSG(strstr(pf_error_message(m), bad[i].message) != NULL, "bad table type %zu: %s", i, pf_error_message(m));
+    }
+    pf_encoding *plain = NULL, *untyped = NULL, *mixed = NULL;
+    CHECK(pf_encode(m, ids + 1, NULL, lengths + 1, 1, &plain) == PF_OK);
+    CHECK(pf_encode_table(m, ids + 1, NULL, lengths + 1, 1, &untyped) == PF_OK);
+    CHECK(pf_encode_table(m, ids, table, lengths, 2, &mixed) == PF_OK);
+    size_t d = plain ? (size_t)plain->hidden_size : 0, first = (size_t)lengths[0] * d;
+    if (plain && untyped)
+        CHECK(test_max_abs_diff(plain->last_hidden_state, untyped->last_hidden_state, (size_t)lengths[1] * d) == 0 &&
+              test_max_abs_diff(plain->logits, untyped->logits, (size_t)lengths[1]) == 0);
+    if (mixed && untyped) {
+        check_floats_at("tapas-qa's typed row beside one without types", dir, "hidden.bin", 0, mixed->last_hidden_state, first);
+        CHECK_MSG(test_max_abs_diff(mixed->last_hidden_state + first, untyped->last_hidden_state, (size_t)lengths[1] * d) <=
+                      TOLERANCE && mixed->num_aggregation_logits == 4 && untyped->aggregation_logits &&
+                      test_max_abs_diff(mixed->aggregation_logits + 4, untyped->aggregation_logits, 4) <= TOLERANCE,
+                  "tapas-qa's row without types beside a typed one differs from it alone");
+    }
+    pf_encoding_free(plain), pf_encoding_free(untyped), pf_encoding_free(mixed);
+    pf_free(m);
+    if ((m = load_on_cpu("bert", 1))) {
+        pf_encoding *e = NULL;
+        CHECK(pf_encode_table(m, ids, NULL, lengths, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+        CHECK(strstr(pf_error_message(m), "takes no table token types") != NULL);
+        pf_free(m);
+    }
+    /* build/table: rows 0 and 1 of tapas-qa, each token "ID and its 7 types" */
+    char tool[1024], input[] = "/tmp/pf_table_XXXXXX", command[4096], out[2048], want[2048] = "";
+    test_example_path("table", tool, sizeof tool);
+    int fd = mkstemp(input);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    size_t n = 0, agg_n = 0;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/logits.bin", dir);
+    float *logits = test_read_floats(path, &n);
+    snprintf(path, sizeof path, "%s/aggregation.bin", dir);
+    float *aggregation = test_read_floats(path, &agg_n);
+    CHECK_MSG(f && logits && aggregation && agg_n == 4 * (size_t)ref.rows, "table CLI: setting up");
+    if (!f || !logits || !aggregation || agg_n != 4 * (size_t)ref.rows) {
+        if (f) fclose(f);
+        free(logits), free(aggregation);
+        return;
+    }
+    for (int b = 0, offset = 0; b < 2; offset += ref.lengths[b++]) {
+        for (int t = 0; t < ref.lengths[b]; t++) {
+            const int32_t *types = ref.table[b] + 7 * t;
+            fprintf(f, "%d", (int)ref.ids[b][t]);
+            for (int k = 0; k < 7; k++) fprintf(f, " %d", (int)types[k]);
+            fprintf(f, "\n");
+            int first = 1; /* the cells transformers selects, each at its first token */
+            for (int u = 0; u < t && first; u++) first = ref.table[b][7 * u + 1] != types[1] || ref.table[b][7 * u + 2] != types[2];
+            if (first && types[1] > 0 && types[2] > 0 && logits[offset + t] > 0)
+                snprintf(want + strlen(want), sizeof want - strlen(want), "%d %d\n", (int)types[2] - 1, (int)types[1] - 1);
+        }
+        int best = 0;
+        for (int k = 1; k < 4; k++) best = aggregation[4 * b + k] > aggregation[4 * b + best] ? k : best;
+        snprintf(want + strlen(want), sizeof want - strlen(want), "aggregation %d\n%s", best, b == 0 ? "\n" : "");
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    free(logits), free(aggregation);
+    snprintf(command, sizeof command, "%s %s %s --device cpu --gpus 3 2>&1", tool, dir, input);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 0 && !strcmp(out, want), "table CLI printed \"%s\" (status %d), want \"%s\"", out, status, want);
+    CHECK_MSG(strchr(want, ' ') && strstr(want, "aggregation"), "table CLI: transformers selects no cell: \"%s\"", want);
+    static const struct { const char *text, *message; } bad_lines[] = {
+        {"101 0 0 0 0 0 0 0\n17 1 9 1 0 0 0 0\n", "row 0, token 1: table type 1 (column) 9 is outside 0..5"},
+        {"101 0 0 0 0 0 0\n", "not lines of 8 integers"},
+    };
+    for (size_t i = 0; i < sizeof bad_lines / sizeof bad_lines[0]; i++) {
+        test_write_file(input, bad_lines[i].text, strlen(bad_lines[i].text));
+        status = test_run_output(command, out, sizeof out);
+        CHECK_MSG(status == 1 && strstr(out, bad_lines[i].message), "table CLI on \"%s\": status %d, \"%s\"",
+                  bad_lines[i].text, status, out);
+    }
+    unlink(input);
+}
+
 /* Funnel (blocks [2, 1, 2], separate_cls, truncate_seq): a row too short to pool before every
    block is refused naming the shortest (5 tokens pool to 3, then 2; 4 to 2, which transformers
    would leave unpooled); segments 0 to 2 only (2: the class token's). */
@@ -1629,6 +1770,13 @@ void test_encoders(void) {
     test_encoder_fixture("visual-bert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_region_refusals();
     test_visual_question_cli();
+    test_encoder_fixture("tapas", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("tapas-absolute", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("tapas-mlm", PF_HEAD_MASKED_LM, 120, 1);
+    test_encoder_fixture("tapas-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);
+    test_encoder_fixture("tapas-qa", PF_HEAD_TABLE_QUESTION_ANSWERING, 1, 1);
+    test_encoder_fixture("tapas-qa-empty", PF_HEAD_TABLE_QUESTION_ANSWERING, 1, 1);
+    test_tapas_inputs();
     test_encoder_fixture("luke", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("luke-plain", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("luke-entity", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0);

@@ -137,7 +137,9 @@ static void test_decoder(const char *name, int cases) {
 static pf_result encode_rows(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
                              const int32_t *const *types, pf_encoding **e) {
     const float *regions[TEST_ENCODER_ROWS];
-    for (int b = 0; b < ref->rows; b++) regions[b] = ref->regions[b];
+    const int32_t *table[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref->rows; b++) regions[b] = ref->regions[b], table[b] = ref->table[b];
+    if (ref->has_table) return pf_encode_table(m, ids, table, ref->lengths, ref->rows, e);
     return ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
                                                 ref->rows, e)
                             : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
@@ -169,6 +171,10 @@ static void test_encoder(const char *name, const char *hidden_file) {
             if (a->logits && b->logits)
                 check_same_bits(name, a->logits, b->logits,
                                 (a->logits_per_token ? tokens : (size_t)a->batch) * (size_t)a->num_logits);
+            CHECK_MSG(!a->aggregation_logits == !b->aggregation_logits, "%s: aggregation logits on one side only", name);
+            if (a->aggregation_logits && b->aggregation_logits)
+                check_same_bits(name, a->aggregation_logits, b->aggregation_logits,
+                                (size_t)a->batch * (size_t)a->num_aggregation_logits);
         }
         pf_encoding_free(a);
         pf_encoding_free(b);
@@ -754,6 +760,7 @@ int main(int argc, char **argv) {
     RUN("bert-cls", test_encoder("bert-cls", NULL));
     RUN("layoutlm", test_encoder("layoutlm", NULL)); /* a step's box rows (all zero from pf_encode) */
     RUN("longformer-qa", test_encoder("longformer-qa", "hidden.bin")); /* the question's global tokens */
+    RUN("tapas-qa", test_encoder("tapas-qa", "hidden.bin")); /* a step's table rows (positions and types 1 .. 6) */
     RUN("visual-bert-vqa", test_encoder("visual-bert-vqa", "hidden.bin")); /* a step's regions and their counts */
     RUN("bart-s2s", test_encoder_decoder("bart-s2s"));
     RUN("t5-s2s", test_encoder_decoder("t5-s2s"));

@@ -400,6 +400,9 @@ int test_read_encoder_reference(const char *dir, test_encoder_reference *ref) {
                    (n = test_parse_ids(eq + 1, values, 4 * TEST_MAX_IDS)) > 0) {
             ref->has_boxes = 1;
             for (int i = 0; i < n; i++) ref->boxes[row][i] = values[i];
+        } else if (sscanf(line, "table%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
+                   (n = test_parse_ids(eq + 1, ref->table[row], 7 * TEST_MAX_IDS)) > 0) {
+            ref->has_table = 1;
         } else if (sscanf(line, "global%d=", &row) == 1 && row >= 0 && row < TEST_ENCODER_ROWS &&
                    (n = test_parse_ids(eq + 1, values, TEST_MAX_IDS)) > 0) {
             ref->has_global = 1;
@@ -477,6 +480,9 @@ pf_result test_encode_reference(pf_model *m, const test_encoder_reference *ref, 
         entity_ids[b] = ref->entity_ids[b];
         entity_positions[b] = ref->entity_positions[b];
     }
+    const int32_t *table[TEST_ENCODER_ROWS];
+    for (int b = 0; b < ref->rows; b++) table[b] = ref->table[b];
+    if (ref->has_table) return pf_encode_table(m, ids, table, ref->lengths, ref->rows, e);
     if (ref->has_entities)
         return pf_encode_entities(m, ids, types, entity_ids, entity_positions, ref->num_entities, ref->mention_length,
                                   ref->lengths, ref->rows, e);
