@@ -236,11 +236,13 @@ int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride
 int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
                       const int *pad, int batch, int T, int heads, int head_dim, int k);
 /* Funnel's position and segment terms as attend's dense bias (pf__backend.funnel_bias's math):
-   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]. */
+   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]; seg
+   NULL: no segment term. */
 int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
                         const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
-                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, float scale);
+                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, int window,
+                        float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -806,14 +808,15 @@ __global__ void pf_span_conv_kernel(float *out, const float *logits, size_t logi
     }
 }
 
-/* Funnel's and XLNet's relative terms, one thread per (query row, head, key): scale * cls * ((q +
-   pos_bias) . rel[row] + (q + type_bias) . seg[segment's row]), 0 for a pad on either side, -inf for
-   a later key when causal (pf__backend.funnel_bias). */
+/* Funnel's, XLNet's and Transformer-XL's relative terms, one thread per (query row, head, key): scale
+   * cls * ((q + pos_bias) . rel[row] + (q + type_bias) . seg[segment's row]; seg NULL: none), 0 for
+   a pad on either side, -inf for a later key when causal or one window or more before the query
+   (pf__backend.funnel_bias). */
 __global__ void pf_funnel_bias_kernel(float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
                                       const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
                                       const int32_t *ints, int batch, int q_len, int k_len, int heads, int hd, int q_first,
                                       int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, int exact_segments,
-                                      int causal, float scale) {
+                                      int causal, int window, float scale) {
     size_t total = (size_t)batch * q_len * heads * k_len;
     const int32_t *q_pad = ints, *k_pad = ints + batch, *q_types = ints + 2 * batch, *k_types = q_types + (size_t)batch * q_len;
     PF_GRID_STRIDE(e, total) {
@@ -822,7 +825,7 @@ __global__ void pf_funnel_bias_kernel(float *out, const float *q, const float *r
         int b = (int)(n / (size_t)q_len), qi = (int)(n % (size_t)q_len) - q_pad[b], kj = j - k_pad[b];
         float value = 0.0f;
         int distance = q_first + qi * q_stride - k_first - kj * k_stride;
-        if (qi >= 0 && kj >= 0 && causal && distance < 0) {
+        if (qi >= 0 && kj >= 0 && ((causal && distance < 0) || (window > 0 && distance >= window))) {
             value = -INFINITY;
         } else if (qi >= 0 && kj >= 0 && !(separate_cls && (qi == 0 || kj == 0))) {
             const float *qh = q + n * (size_t)heads * hd + (size_t)h * hd;
@@ -835,12 +838,12 @@ __global__ void pf_funnel_bias_kernel(float *out, const float *q, const float *r
                 size_t at = (size_t)h * hd + i;
                 position = __fadd_rn(position, __fmul_rn(__fadd_rn(qh[i], pf_load(pos_bias, pos_dtype, at)), row[i]));
             }
-            for (int i = 0; i < hd; i++) {
+            for (int i = 0; seg && i < hd; i++) {
                 size_t at = (size_t)h * hd + i;
                 segment = __fadd_rn(segment, __fmul_rn(__fadd_rn(qh[i], pf_load(type_bias, type_dtype, at)),
                                                        pf_load(seg, seg_dtype, (size_t)seg_row * heads * hd + at)));
             }
-            value = __fmul_rn(scale, __fadd_rn(position, segment));
+            value = __fmul_rn(scale, seg ? __fadd_rn(position, segment) : position);
         }
         out[e] = value;
     }
@@ -2856,12 +2859,12 @@ int pf_cuda_funnel_bias(struct pf_cuda_rank *st, float *out, const float *q, con
                         int pos_dtype, const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
                         const int32_t *ints, int batch, int q_len, int k_len, int heads, int head_dim, int q_first,
                         int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, int exact_segments,
-                        int causal, float scale) {
+                        int causal, int window, float scale) {
     size_t total = (size_t)batch * q_len * heads * k_len;
     if (!total) return PF_CUDA_OK;
     pf_funnel_bias_kernel<<<pf_blocks(total, PF_THREADS), PF_THREADS, 0, st->stream>>>(
         out, q, rel, pos_bias, pos_dtype, type_bias, type_dtype, seg, seg_dtype, ints, batch, q_len, k_len, heads, head_dim,
-        q_first, q_stride, k_first, k_stride, rel_first, separate_cls, exact_segments, causal, scale);
+        q_first, q_stride, k_first, k_stride, rel_first, separate_cls, exact_segments, causal, window, scale);
     PF_CUDA_CHECK_LAUNCH(st, pf_funnel_bias_kernel);
     return PF_CUDA_OK;
 }

@@ -404,6 +404,32 @@ typedef enum {
     PF__SLOT_CLASSIFIER_DENSE_BIAS, /* [hidden] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
     PF__SLOT_MASK_EMBED,            /* [1, hidden]: XLNet's mask_emb, the query stream's input (generation) */
+    /* Transformer-XL's adaptive input and softmax (pf__config.txl_*): cluster i's table is
+       PF__SLOT_TOKEN_EMBED for i = 0, else PF__SLOT_TXL_EMBED_1 + i - 1; its width e_i = d_embed /
+       div_val^i, its rows the cluster's ids (all of the vocabulary with div_val 1). Whole on every rank. */
+    PF__SLOT_TXL_EMBED_1,           /* [ids of cluster 1, e_1] */
+    PF__SLOT_TXL_EMBED_2,
+    PF__SLOT_TXL_EMBED_3,
+    PF__SLOT_TXL_EMBED_PROJ_0,      /* [hidden, e_i]: cluster i's rows into the hidden width (absent: e_0 is it) */
+    PF__SLOT_TXL_EMBED_PROJ_1,
+    PF__SLOT_TXL_EMBED_PROJ_2,
+    PF__SLOT_TXL_EMBED_PROJ_3,
+    PF__SLOT_TXL_OUT_WEIGHT_0,      /* [rows of cluster i's table, e_i]: the softmax's (tied: the table, load.c) */
+    PF__SLOT_TXL_OUT_WEIGHT_1,
+    PF__SLOT_TXL_OUT_WEIGHT_2,
+    PF__SLOT_TXL_OUT_WEIGHT_3,
+    PF__SLOT_TXL_OUT_BIAS_0,        /* [rows of cluster i's table] */
+    PF__SLOT_TXL_OUT_BIAS_1,
+    PF__SLOT_TXL_OUT_BIAS_2,
+    PF__SLOT_TXL_OUT_BIAS_3,
+    PF__SLOT_TXL_OUT_PROJ_0,        /* [e_i, hidden]: the hidden state into cluster i's width (stored [hidden, e_i]) */
+    PF__SLOT_TXL_OUT_PROJ_1,
+    PF__SLOT_TXL_OUT_PROJ_2,
+    PF__SLOT_TXL_OUT_PROJ_3,
+    PF__SLOT_TXL_CLUSTER_WEIGHT,    /* [clusters - 1, e_0]: the head's logits of the tail clusters */
+    PF__SLOT_TXL_CLUSTER_BIAS,      /* [clusters - 1] */
+    PF__SLOT_TXL_R_W_BIAS,          /* [heads * head_dim]: untie_r false: every layer's r_w_bias (load.c), */
+    PF__SLOT_TXL_R_R_BIAS,          /* and r_r_bias */
     /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
        y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
     PF__SLOT_X_POSITION_EMBED,      /* [max_2d_positions, hidden] */
@@ -785,6 +811,7 @@ typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLA
 #define PF__MAX_ROPE_FACTORS 512 /* LongRoPE's short and long factors: one per rotary frequency */
 #define PF__NEEDED PF_POLICY_NEEDED
 #define PF__FUNNEL_MAX_BLOCKS 8 /* Funnel's blocks (block_sizes' entries) a config may have */
+#define PF__TXL_MAX_CLUSTERS 4   /* Transformer-XL's adaptive clusters (cutoffs + 1) a config may have */
 
 typedef enum {
 #define PF_ARCH(id, ...) PF__ARCH_##id,
@@ -1172,6 +1199,17 @@ typedef struct pf__config {
        each step recomputes the last two tokens over the memory of the others, which keeps the last
        xlnet_mem_len rows (mem_len; 0: all); without, every token again */
     int xlnet_mems, xlnet_mem_len;
+    /* Transformer-XL (transfo_xl 1): a causal LM whose layers attend (rel_causal 1, rel_clamp_len) over
+       a memory: each forward call is a segment whose queries see its own earlier tokens and the
+       txl_mem_len positions before it (the first segment: txl_mem_len zero rows, transformers'
+       init_mems); txl_same_length: each token sees the txl_mem_len keys ending at itself instead.
+       The adaptive input and softmax: clusters of the vocabulary [txl_cutoff_ends[i],
+       txl_cutoff_ends[i + 1]) (txl_clusters of them, the head's first), cluster i's table and
+       projections d_embed / txl_div_val^i wide (txl_div_val 1: one table, cut by rows for the
+       softmax); txl_tie_projs[i]: the softmax's projection i is the input's (transformers' tie_projs) */
+    int transfo_xl, txl_mem_len, txl_same_length, txl_div_val, txl_clusters, txl_d_embed;
+    int txl_untie_r; /* 1: each layer's r_w_bias and r_r_bias; 0: the model's (PF__SLOT_TXL_R_*_BIAS) */
+    int txl_cutoff_ends[PF__TXL_MAX_CLUSTERS + 1], txl_tie_projs[PF__TXL_MAX_CLUSTERS];
     int summary_last;               /* 1: sequence classification and multiple choice pool each row's last
                                        token through the pooler's dense + tanh (XLNet's SequenceSummary,
                                        summary_type "last", summary_use_proj), then the classifier */
@@ -1283,6 +1321,7 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
 
 /* ---- src/policy_registry.c ---- */
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols);
+PF_PRIVATE void pf__txl_cluster_shape(const pf__config *c, int i, size_t *rows, size_t *width);
 PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot);
 
 /* ---- src/tokenizer_utf8.c ---- */
@@ -1799,6 +1838,8 @@ typedef struct pf__step {
     const int32_t *ids;     /* host, [batch][seq_len] */
     int batch, seq_len;
     int past;               /* tokens already in the KV cache of each sequence */
+    int segment_before;     /* a chunk of a longer step (pf__rank_forward_chunks): the step's positions
+                               before it, which Transformer-XL's segment began with; 0 otherwise */
     const float *inv_freq;  /* host, [pf__rope_floats]: rotary frequencies for this step (the global
                                table, then the local one where the model has it), or NULL */
     const int *pad;         /* host, [batch]: left pads of each sequence (masked keys; positions
@@ -1857,6 +1898,8 @@ typedef struct pf__funnel_shape {
        same segment's */
     int exact_segments;
     int causal;        /* 1: a key after the query gets -inf (XLNet's attn_type "uni") */
+    int window;        /* > 0: a key window or more positions before the query gets -inf too
+                          (Transformer-XL's same_length); 0: none */
     float scale;
 } pf__funnel_shape;
 
@@ -2097,8 +2140,9 @@ typedef struct pf__backend {
        + (q[n][h] + type_bias[h]) . seg[s][h]), where position p = first + (t - pad) * stride on
        each side, row = (p_i - p_j - f->rel_first) / f->k_stride, s = 1 when the types are equal or
        either is 2 (the class token's), else 0 (f->exact_segments: s = 0 when the types are equal,
-       else 1), cls = 0 where f->separate_cls and i or j is its row's first token, else 1; -inf
-       where f->causal and p_j > p_i. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
+       else 1; type_bias and seg NULL: no segment term), cls = 0 where f->separate_cls and i or j
+       is its row's first token, else 1; -inf where f->causal and p_j > p_i, or where f->window > 0
+       and p_i - p_j >= f->window. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
        projections); ints: q_pad [batch], k_pad [batch], q_types [batch][q_len], k_types
        [batch][k_len], in the backend's memory. */
     void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
@@ -2185,6 +2229,11 @@ struct pf__rank {
     /* XLNet's generation (pf__rank_xlnet_generate): each layer's keys and values of the memory and the
        step's tokens [layers][cache_len][kv_r] (one row), the query stream [max_batch][hidden] */
     float *xlnet_mem_k, *xlnet_mem_v, *xlnet_g;
+    /* Transformer-XL (pf__rank_transfo_xl): each row's memory, every layer's keys and values of its
+       txl_mem_len zero rows and its tokens [max_batch][layers][txl_mem_len + cache_len][kv_r]; the
+       adaptive input's rows of a cluster [max_tokens][d_embed]; the softmax's projected rows
+       [logit_rows][d_embed] and logits [logit_rows][vocab + clusters - 1], and the latter on the host */
+    float *txl_mem_k, *txl_mem_v, *txl_embed, *txl_proj, *txl_logits, *txl_logits_host;
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -6173,6 +6222,73 @@ static pf_result pf__config_table(const pf__json *json, pf__config *cfg, const c
     return PF_OK;
 }
 
+/* Transformer-XL (pf__config.transfo_xl): the adaptive clusters (cutoffs: up to
+   PF__TXL_MAX_CLUSTERS - 1 increasing ids inside the vocabulary; transformers' default when
+   absent), each cluster's width d_embed / div_val^i (a whole number of values), tie_projs (or, for
+   an older config without it, proj_share_all_but_first's: every cluster's but the head's); the
+   memory's length (mem_len >= 0; same_length needs one, as transformers' mask would hide every key);
+   sample_softmax > 0 (sampled softmax: training) refused. */
+static pf_result pf__config_transfo_xl(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    static const int default_cutoffs[] = {20000, 40000, 200000};
+    const pf__json *cutoffs = pf__json_get(json, "cutoffs");
+    int count = cutoffs ? (int)cutoffs->count : (int)PF__COUNT(default_cutoffs);
+    if (cutoffs && cutoffs->type != PF__JSON_ARRAY)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"cutoffs\" is not a list", path);
+    if (count > PF__TXL_MAX_CLUSTERS - 1)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"cutoffs\" of %d entries is not supported (up to %d "
+                          "are)", path, count, PF__TXL_MAX_CLUSTERS - 1);
+    c->txl_clusters = count + 1;
+    c->txl_cutoff_ends[0] = 0;
+    const pf__json *v = cutoffs ? cutoffs->first : NULL;
+    for (int i = 0; i < count; i++, v = v ? v->next : NULL) {
+        double x = cutoffs ? -1 : default_cutoffs[i];
+        if (cutoffs && (pf__json_number(v, &x) != 1 || x != (double)(int)x)) x = -1;
+        if (x <= c->txl_cutoff_ends[i] || x >= c->vocab_size)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"cutoffs\" are not increasing ids inside the "
+                              "vocabulary of %d", path, c->vocab_size);
+        c->txl_cutoff_ends[i + 1] = (int)x;
+    }
+    c->txl_cutoff_ends[count + 1] = c->vocab_size;
+    long divisor = 1;
+    for (int i = 1; i < c->txl_clusters && c->txl_div_val > 0 && divisor <= c->txl_d_embed; i++) divisor *= c->txl_div_val;
+    if (c->txl_div_val < 1 || c->txl_d_embed < 1 || c->txl_d_embed / divisor < 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"d_embed\" %d and \"div_val\" %d leave a cluster of no "
+                          "width", path, c->txl_d_embed, c->txl_div_val);
+    const pf__json *tie = pf__json_get(json, "tie_projs");
+    double share = 1;
+    if (tie && tie->type != PF__JSON_NULL && (tie->type != PF__JSON_ARRAY || tie->count != (size_t)c->txl_clusters))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_projs\" is not a list of %d booleans (one a "
+                          "cluster)", path, c->txl_clusters);
+    if (pf__json_number(pf__json_get(json, "proj_share_all_but_first"), &share) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"proj_share_all_but_first\" is not a boolean", path);
+    v = tie && tie->type == PF__JSON_ARRAY ? tie->first : NULL;
+    for (int i = 0; i < c->txl_clusters; i++, v = v ? v->next : NULL) {
+        double x = i > 0 && share != 0;
+        if (v && pf__json_number(v, &x) != 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_projs\" holds something other than booleans", path);
+        c->txl_tie_projs[i] = x != 0;
+    }
+    double sample = -1;
+    if (pf__json_number(pf__json_get(json, "sample_softmax"), &sample) < 0 || sample > 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"sample_softmax\" above 0 (a sampled softmax) is not "
+                          "supported", path);
+    if (c->txl_mem_len < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mem_len\" %d is not a count of rows", path, c->txl_mem_len);
+    if (c->txl_same_length && !c->txl_mem_len)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"same_length\" with \"mem_len\" 0 is not supported "
+                          "(transformers' mask hides every key)", path);
+    if (c->head_dim < 1 || c->head_dim > 1024) /* the CPU's relative terms keep a head's query on the stack */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"d_head\" %d is not supported (1 to 1024 are)", path,
+                          c->head_dim);
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION && c->txl_d_embed != c->hidden_size) /* score reads d_embed values */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: TransfoXLForSequenceClassification needs \"d_embed\" %d to "
+                          "be \"d_model\" %d (its score reads the hidden state)", path, c->txl_d_embed, c->hidden_size);
+    if (c->head != PF_HEAD_NONE && c->head != PF_HEAD_CAUSAL_LM && c->head != PF_HEAD_SEQUENCE_CLASSIFICATION)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (TransfoXLModel, "
+                          "TransfoXLLMHeadModel and TransfoXLForSequenceClassification are)", path, c->class_name);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -6203,6 +6319,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r && cfg->transfo_xl) r = pf__config_transfo_xl(json, cfg, path, message, size);
     if (!r && cfg->xlnet) r = pf__config_xlnet(json, cfg, path, message, size);
     else if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, sparse_block)), "(derived)"))
@@ -7561,6 +7678,14 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
         PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_WEIGHT)
         PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED) PF__NAME(PF__SLOT_, MASK_EMBED)
+        PF__NAME(PF__SLOT_, TXL_EMBED_1) PF__NAME(PF__SLOT_, TXL_EMBED_2) PF__NAME(PF__SLOT_, TXL_EMBED_3)
+        PF__NAME(PF__SLOT_, TXL_EMBED_PROJ_0) PF__NAME(PF__SLOT_, TXL_EMBED_PROJ_1) PF__NAME(PF__SLOT_, TXL_EMBED_PROJ_2)
+        PF__NAME(PF__SLOT_, TXL_EMBED_PROJ_3) PF__NAME(PF__SLOT_, TXL_OUT_WEIGHT_0) PF__NAME(PF__SLOT_, TXL_OUT_WEIGHT_1)
+        PF__NAME(PF__SLOT_, TXL_OUT_WEIGHT_2) PF__NAME(PF__SLOT_, TXL_OUT_WEIGHT_3) PF__NAME(PF__SLOT_, TXL_OUT_BIAS_0)
+        PF__NAME(PF__SLOT_, TXL_OUT_BIAS_1) PF__NAME(PF__SLOT_, TXL_OUT_BIAS_2) PF__NAME(PF__SLOT_, TXL_OUT_BIAS_3)
+        PF__NAME(PF__SLOT_, TXL_OUT_PROJ_0) PF__NAME(PF__SLOT_, TXL_OUT_PROJ_1) PF__NAME(PF__SLOT_, TXL_OUT_PROJ_2)
+        PF__NAME(PF__SLOT_, TXL_OUT_PROJ_3) PF__NAME(PF__SLOT_, TXL_CLUSTER_WEIGHT) PF__NAME(PF__SLOT_, TXL_CLUSTER_BIAS)
+        PF__NAME(PF__SLOT_, TXL_R_W_BIAS) PF__NAME(PF__SLOT_, TXL_R_R_BIAS)
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
@@ -8663,6 +8788,19 @@ pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capa
 }
 #endif
 
+/* Transformer-XL's adaptive cluster i: its table's rows (the cluster's ids; with div_val 1 the one
+   table of the whole vocabulary, cluster 0's, the others none) and its width (d_embed /
+   div_val^i); 0, 0 past the clusters. */
+PF_PRIVATE void pf__txl_cluster_shape(const pf__config *c, int i, size_t *rows, size_t *width) {
+    *rows = *width = 0;
+    if (i >= c->txl_clusters) return;
+    size_t divisor = 1;
+    for (int k = 0; k < i; k++) divisor *= (size_t)c->txl_div_val;
+    *width = (size_t)c->txl_d_embed / divisor;
+    if (c->txl_div_val != 1) *rows = (size_t)(c->txl_cutoff_ends[i + 1] - c->txl_cutoff_ends[i]);
+    else if (i == 0) *rows = (size_t)c->vocab_size;
+}
+
 /* Logical [rows (out), cols (in)] of a slot; cols 1 for vectors. */
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols) {
     size_t h = (size_t)c->hidden_size, in = (size_t)c->intermediate_size, e = (size_t)c->embed_dim;
@@ -8684,7 +8822,35 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_FFN1_UP_BIAS: case PF__SLOT_FFN2_UP_BIAS: case PF__SLOT_FFN3_UP_BIAS: *rows = in; break;
     case PF__SLOT_FFN1_DOWN_WEIGHT: case PF__SLOT_FFN2_DOWN_WEIGHT: case PF__SLOT_FFN3_DOWN_WEIGHT: *rows = inner; *cols = in; break;
     case PF__SLOT_LM_HEAD_EXTRA: *rows = h > e ? h - e : 0; *cols = (size_t)c->vocab_size; break;
-    case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
+    case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD:
+        *rows = (size_t)c->vocab_size;
+        *cols = e;
+        if (c->transfo_xl && slot == PF__SLOT_TOKEN_EMBED) pf__txl_cluster_shape(c, 0, rows, cols);
+        break;
+    case PF__SLOT_TXL_EMBED_1: case PF__SLOT_TXL_EMBED_2: case PF__SLOT_TXL_EMBED_3:
+        pf__txl_cluster_shape(c, 1 + (int)(slot - PF__SLOT_TXL_EMBED_1), rows, cols);
+        break;
+    case PF__SLOT_TXL_OUT_WEIGHT_0: case PF__SLOT_TXL_OUT_WEIGHT_1: case PF__SLOT_TXL_OUT_WEIGHT_2: case PF__SLOT_TXL_OUT_WEIGHT_3:
+        pf__txl_cluster_shape(c, (int)(slot - PF__SLOT_TXL_OUT_WEIGHT_0), rows, cols);
+        break;
+    case PF__SLOT_TXL_OUT_BIAS_0: case PF__SLOT_TXL_OUT_BIAS_1: case PF__SLOT_TXL_OUT_BIAS_2: case PF__SLOT_TXL_OUT_BIAS_3:
+        pf__txl_cluster_shape(c, (int)(slot - PF__SLOT_TXL_OUT_BIAS_0), rows, cols);
+        *cols = 1;
+        break;
+    case PF__SLOT_TXL_EMBED_PROJ_0: case PF__SLOT_TXL_EMBED_PROJ_1: case PF__SLOT_TXL_EMBED_PROJ_2: case PF__SLOT_TXL_EMBED_PROJ_3:
+        pf__txl_cluster_shape(c, (int)(slot - PF__SLOT_TXL_EMBED_PROJ_0), rows, cols); /* its width in */
+        *rows = h;
+        break;
+    case PF__SLOT_TXL_OUT_PROJ_0: case PF__SLOT_TXL_OUT_PROJ_1: case PF__SLOT_TXL_OUT_PROJ_2: case PF__SLOT_TXL_OUT_PROJ_3:
+        pf__txl_cluster_shape(c, (int)(slot - PF__SLOT_TXL_OUT_PROJ_0), cols, rows); /* the hidden state into its width */
+        *cols = h; /* (the table's rows went to cols first) */
+        break;
+    case PF__SLOT_TXL_CLUSTER_WEIGHT:
+        *rows = c->txl_clusters > 1 ? (size_t)c->txl_clusters - 1 : 0;
+        *cols = (size_t)c->txl_d_embed;
+        break;
+    case PF__SLOT_TXL_CLUSTER_BIAS: *rows = c->txl_clusters > 1 ? (size_t)c->txl_clusters - 1 : 0; break;
+    case PF__SLOT_TXL_R_W_BIAS: case PF__SLOT_TXL_R_R_BIAS: *rows = q; break;
     case PF__SLOT_ENC_TOKEN_EMBED: *rows = (size_t)(c->src_vocab_size ? c->src_vocab_size : c->vocab_size); *cols = e; break;
     case PF__SLOT_PATCH_WEIGHT: *rows = h; *cols = (size_t)c->num_channels * c->patch_size * c->patch_size; break;
     case PF__SLOT_CLS_TOKEN: case PF__SLOT_DIST_TOKEN: *rows = 1; *cols = h; break;
@@ -20382,12 +20548,12 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->trigram_rows);
     free(r->entity_gather);
     free(r->funnel_pads), free(r->funnel_types), free(r->funnel_host_ints), free(r->funnel_rows), free(r->funnel_scales);
-    free(r->funnel_sinusoid_host);
+    free(r->funnel_sinusoid_host), free(r->txl_logits_host);
     r->routing = NULL;
     r->trigram_rows = NULL;
     r->entity_gather = NULL;
     r->funnel_pads = NULL, r->funnel_types = NULL, r->funnel_host_ints = NULL, r->funnel_rows = NULL;
-    r->funnel_scales = NULL, r->funnel_sinusoid_host = NULL;
+    r->funnel_scales = NULL, r->funnel_sinusoid_host = NULL, r->txl_logits_host = NULL;
     r->allocations = NULL;
     r->weights = NULL;
     r->num_allocations = r->allocations_cap = 0;
@@ -20441,7 +20607,7 @@ enum { PF__TAG_DATA = 1, PF__TAG_END = 2, PF__TAG_CALL = 3, PF__TAG_OUTPUTS = 4,
    writes its ranks' share of them into room of its own. */
 typedef struct pf__mpi_call {
     int kind; /* pf__job_kind; PF__JOB_QUIT: process 0's group ended */
-    int batch, seq_len, past, cross_len;
+    int batch, seq_len, past, cross_len, segment_before;
     int all_positions, encoder_pass, reorder_count, reorder_cross;
     int chunk_positions;
     int check_device_choices; /* test builds: process 0's pf_testing_check_device_choices */
@@ -21246,6 +21412,7 @@ static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__jo
 #endif
     if (job) {
         c.batch = job->step.batch, c.seq_len = job->step.seq_len, c.past = job->step.past, c.cross_len = job->step.cross_len;
+        c.segment_before = job->step.segment_before;
         c.all_positions = job->all_positions, c.encoder_pass = job->encoder_pass;
         c.reorder_count = job->reorder_count, c.reorder_cross = job->reorder_cross;
         c.candidates_per_row = job->candidates_per_row;
@@ -21385,6 +21552,7 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
         memset(job, 0, sizeof *job);
         job->kind = (pf__job_kind)c.kind;
         job->step.batch = c.batch, job->step.seq_len = c.seq_len, job->step.past = c.past, job->step.cross_len = c.cross_len;
+        job->step.segment_before = c.segment_before;
         job->all_positions = c.all_positions, job->encoder_pass = c.encoder_pass;
         job->reorder_count = c.reorder_count, job->reorder_cross = c.reorder_cross;
         job->candidates_per_row = (size_t)c.candidates_per_row;
@@ -25953,10 +26121,10 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
                 float pos_q[1024], type_q[1024], same = 0.0f, other = 0.0f; /* head_dim <= 1024 (config.c) */
                 for (size_t e = 0; e < hd; e++) {
                     pos_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(pos_bias->data, h * hd + e, pos_bias->dtype);
-                    type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
+                    if (seg) type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
                 }
                 size_t same_row = f->exact_segments ? 0 : 1; /* seg_embed's row of the query's segment */
-                for (size_t e = 0; e < hd; e++) {
+                for (size_t e = 0; seg && e < hd; e++) {
                     other += type_q[e] * pf__weight_value(seg->data, (1 - same_row) * H * hd + h * hd + e, seg->dtype);
                     same += type_q[e] * pf__weight_value(seg->data, same_row * H * hd + h * hd + e, seg->dtype);
                 }
@@ -25965,13 +26133,17 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
                     o[j] = 0.0f;
                     if (qi < 0 || kj < 0 || (f->separate_cls && (qi == 0 || kj == 0))) continue;
                     long distance = f->q_first + qi * f->q_stride - f->k_first - kj * f->k_stride;
-                    if (f->causal && distance < 0) {
+                    if ((f->causal && distance < 0) || (f->window > 0 && distance >= f->window)) {
                         o[j] = -INFINITY;
                         continue;
                     }
                     const float *row = rel + (size_t)((distance - f->rel_first) / f->k_stride) * H * hd + h * hd;
                     float position = 0.0f;
                     for (size_t e = 0; e < hd; e++) position += pos_q[e] * row[e];
+                    if (!seg) { /* no segment term (Transformer-XL) */
+                        o[j] = f->scale * position;
+                        continue;
+                    }
                     int32_t tq = q_types[n], tk = k_types[b * Tk + j];
                     int same_segment = tq == tk || (!f->exact_segments && (tq == 2 || tk == 2));
                     o[j] = f->scale * (position + (same_segment ? same : other));
@@ -27609,6 +27781,30 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->ngram_x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
         r->ngram_rel = (float *)pf__rank_alloc(r, T * (size_t)c->rel_buckets * (size_t)c->num_heads * sizeof(float));
     }
+    if (c->transfo_xl) { /* Transformer-XL (pf__rank_transfo_xl): the rows' memories, the relative terms, the
+                            adaptive input and softmax */
+        size_t keys = (size_t)c->txl_mem_len + (size_t)g->cache_len, B = (size_t)g->max_batch;
+        size_t rel_rows = T + keys, e = (size_t)c->txl_d_embed, logits = (size_t)c->vocab_size + (size_t)c->txl_clusters - 1;
+        r->txl_mem_k = (float *)pf__rank_alloc(r, B * (size_t)c->num_layers * keys * kv_width * sizeof(float));
+        r->txl_mem_v = (float *)pf__rank_alloc(r, B * (size_t)c->num_layers * keys * kv_width * sizeof(float));
+        r->funnel_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * keys * sizeof(float));
+        r->funnel_sinusoid = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
+        r->funnel_rel = (float *)pf__rank_alloc(r, rel_rows * q_width * sizeof(float));
+        r->funnel_ints = (int32_t *)pf__rank_alloc(r, (2 + T + keys) * sizeof(int32_t));
+        r->txl_embed = (float *)pf__rank_alloc(r, T * e * sizeof(float));
+        r->txl_proj = (float *)pf__rank_alloc(r, g->logit_rows * e * sizeof(float));
+        r->txl_logits = (float *)pf__rank_alloc(r, g->logit_rows * logits * sizeof(float));
+        if (!r->counting && !r->funnel_pads) { /* host memory: once, not in the counting pass */
+            r->funnel_pads = (int *)calloc(2, sizeof(int));
+            r->funnel_types = (int32_t *)calloc(T + keys, sizeof(int32_t));
+            r->funnel_host_ints = (int32_t *)malloc((2 + T + keys) * sizeof(int32_t));
+            r->funnel_sinusoid_host = (float *)malloc(rel_rows * hidden * sizeof(float));
+            r->txl_logits_host = (float *)malloc(g->logit_rows * logits * sizeof(float));
+            if (!r->funnel_pads || !r->funnel_types || !r->funnel_host_ints || !r->funnel_sinusoid_host ||
+                !r->txl_logits_host)
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        }
+    }
     if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM) { /* XLNet's generation: the memory, the query stream */
         size_t rows = (size_t)c->num_layers * (size_t)g->cache_len;
         r->xlnet_mem_k = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
@@ -28888,7 +29084,7 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
                                               size_t *rows) {
     const pf__config *c = &r->group->model->config;
     pf__funnel_shape f = {batch, q->len, k->len, r->share.heads, c->head_dim, q->first, q->stride, k->first, k->stride,
-                          0, c->funnel_separate_cls, c->xlnet, c->rel_causal, 1.0f / sqrtf((float)c->head_dim)};
+                          0, c->funnel_separate_cls, c->xlnet, c->rel_causal, 0, 1.0f / sqrtf((float)c->head_dim)};
     f.rel_first = q->first - k->first - (k->len - 1) * k->stride;
     *rows = (size_t)(((q->len - 1) * q->stride + (k->len - 1) * k->stride) / k->stride + 1);
     int32_t *ints = r->funnel_host_ints;
@@ -28912,27 +29108,29 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     return f;
 }
 
-/* The attention and MLP of a Funnel or XLNet layer (weights L) for the f->batch * f->q_len query
-   rows q_rows over the keys k and values v (attend's cross layout: f->k_len of them a row, k_pads
-   the rows' left pads), r->funnel_rel the layer's projected sinusoids, ints funnel_bias's: score =
-   ((q + r_w_bias) . k + the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax
-   over the row's keys; q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)),
-   each summed over the ranks as BERT's post-norm block. */
-static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_rows, const float *k, const float *v,
-                                    int *k_pads, const int32_t *ints, const pf__funnel_shape *f) {
+/* The attention and MLP of a Funnel, XLNet or Transformer-XL layer (weights L) for the f->batch *
+   f->q_len query rows q_rows over the keys k and values v (attend's cross layout: f->k_len of them a
+   row, k_pads the rows' left pads), r->funnel_rel the layer's projected sinusoids, ints
+   funnel_bias's: score = ((q + r_w_bias) . k + the position and segment terms (funnel_bias; no
+   segment term without seg_embed)) / sqrt(head_dim), softmax over the row's keys, q projected from
+   q_in (q_rows, or pre-norm their norm). Post-norm (BERT's): q_rows = norm(q_rows + attn Wo^T + bo),
+   then = norm(q_rows + MLP(q_rows)); pre-norm (Transformer-XL's pre_lnorm): q_rows += attn Wo^T +
+   bo, then += MLP(norm(q_rows)); each sum over the ranks. */
+static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_rows, const float *q_in, const float *k,
+                                    const float *v, int *k_pads, const int32_t *ints, const pf__funnel_shape *f) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
     size_t Nq = (size_t)f->batch * f->q_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
-    pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
-    if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
+    const pf__weight *seg = PF__OR_NULL(L[PF__SLOT_FUNNEL_SEG_EMBED]); /* read value by value: not in blocks */
+    if (f->heads && seg && seg->dtype != PF__DTYPE_F32 && seg->dtype != PF__DTYPE_F16 && seg->dtype != PF__DTYPE_BF16) {
         pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "%s's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
-                      "is)", c->xlnet ? "XLNet" : "Funnel", pf__dtype_name(seg));
+                      "is)", c->xlnet ? "XLNet" : "Funnel", pf__dtype_name(seg->dtype));
         return;
     }
-    be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
-    be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS], &L[PF__SLOT_FUNNEL_R_S_BIAS],
-                    &L[PF__SLOT_FUNNEL_SEG_EMBED], ints, f);
+    be->matmul(r, r->qkv, q_in, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
+    be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS],
+                    seg ? &L[PF__SLOT_FUNNEL_R_S_BIAS] : NULL, seg, ints, f);
     be->add_residual(r, r->qkv, NULL, &L[PF__SLOT_CROSS_Q_BIAS], Nq, (size_t)f->heads * f->head_dim); /* q + r_w_bias */
     pf__tower t = pf__tower_of(r, 1);
     pf__attn_shape shape = pf__rank_attn_shape(r, &t);
@@ -28949,13 +29147,25 @@ static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_r
     be->attend(r, r->attn, r->qkv, k, v, &keys, &shape);
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, Nq);
     pf__all_reduce(r, r->part, Nq * d, "the attention output's all-reduce");
-    pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows, &L[PF__SLOT_ATTN_NORM_WEIGHT],
-                           PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
-    pf__rank_mlp_in(r, r->mlp, q_rows, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), Nq, c->activation);
+    if (c->pre_norm) {
+        be->add_residual(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), Nq, d);
+        be->norm(r, r->h, q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps,
+                 PF__NORM_LAYER);
+        pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), Nq, c->activation);
+    } else {
+        pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows,
+                               &L[PF__SLOT_ATTN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), Nq, d, eps,
+                               PF__NORM_LAYER);
+        pf__rank_mlp_in(r, r->mlp, q_rows, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), Nq, c->activation);
+    }
     be->matmul(r, r->part, r->mlp, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, Nq);
     pf__all_reduce(r, r->part, Nq * d, "the MLP output's all-reduce");
-    pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT],
-                           PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+    if (c->pre_norm)
+        be->add_residual(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), Nq, d);
+    else
+        pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows,
+                               &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps,
+                               PF__NORM_LAYER);
 }
 
 /* Layer l's weights on this rank. */
@@ -28974,7 +29184,7 @@ static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const float
     be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
     be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
     be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
-    pf__rank_relative_block(r, L, q_rows, r->funnel_k, r->funnel_v, kl->pad, r->funnel_ints, f);
+    pf__rank_relative_block(r, L, q_rows, q_rows, r->funnel_k, r->funnel_v, kl->pad, r->funnel_ints, f);
 }
 
 /* FunnelModel's decoder input (FunnelDecoder's upsample) into out at the input's level: each row's
@@ -29119,10 +29329,205 @@ static void pf__rank_xlnet_generate(pf__rank *r, const pf__job *job) {
         be->matmul(r, v + (size_t)past * kv, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), w);
         be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
         k += (size_t)first * kv, v += (size_t)first * kv;
-        pf__rank_relative_block(r, L, r->x, k, v, keys.pad, r->funnel_ints, &content);
-        pf__rank_relative_block(r, L, r->xlnet_g, k, v, keys.pad, r->funnel_ints, &query);
+        pf__rank_relative_block(r, L, r->x, r->x, k, v, keys.pad, r->funnel_ints, &content);
+        pf__rank_relative_block(r, L, r->xlnet_g, r->xlnet_g, k, v, keys.pad, r->funnel_ints, &query);
     }
     if (!pf__rank_failed(r) && job->logits) pf__rank_vocab_logits(r, job, r->xlnet_g, 1, d);
+}
+
+/* ---- Transformer-XL ------------------------------------------------------------------------- */
+
+/* Transformer-XL's adaptive input of the step's tokens into x (pf__config.txl_*): each cluster's
+   table row of the tokens in it (embed's zeros for the others), through the cluster's projection
+   where it has one, summed over the clusters, then times sqrt(d_model) (transformers' emb_scale,
+   a double made fp32 by the multiply). The tables are whole on every rank. */
+static void pf__rank_txl_embed(pf__rank *r, const pf__step *s) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    int tables = c->txl_div_val == 1 ? 1 : c->txl_clusters;
+    for (int i = 0; i < tables && !pf__rank_failed(r); i++) {
+        const pf__weight *table = &W[i ? PF__SLOT_TXL_EMBED_1 + i - 1 : PF__SLOT_TOKEN_EMBED];
+        const pf__weight *proj = &W[PF__SLOT_TXL_EMBED_PROJ_0 + i];
+        float *into = i ? r->part : r->x;
+        if (PF__HAS(*proj)) {
+            be->embed(r, r->txl_embed, table, s, 1.0f, c->txl_cutoff_ends[i]);
+            be->matmul(r, into, r->txl_embed, proj, NULL, N);
+        } else {
+            be->embed(r, into, table, s, 1.0f, c->txl_cutoff_ends[i]);
+        }
+        if (i) be->add_residual(r, r->x, r->part, NULL, N, d);
+    }
+    be->scale(r, r->x, N * d, (float)sqrt((double)d));
+}
+
+/* A layer's keys and values of the txl_mem_len zero rows a row's memory starts with (transformers'
+   init_mems): those of one zero row (pre-norm: of its norm, the norm's bias), copied down the rows
+   in doublings. x: any finite row, scaled by 0 into the zero row. */
+static void pf__rank_txl_zero_memory(pf__rank *r, const pf__weight *L, float *k, float *v, const float *x) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t d = (size_t)c->hidden_size, kv = (size_t)r->share.kv_heads * (size_t)c->head_dim, M = (size_t)c->txl_mem_len;
+    be->copy(r, r->part, x, d * sizeof(float));
+    be->scale(r, r->part, d, 0.0f);
+    if (c->pre_norm)
+        be->norm(r, r->part, r->part, &L[PF__SLOT_ATTN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), 1, d,
+                 (float)c->norm_eps, PF__NORM_LAYER);
+    be->matmul(r, k, r->part, &L[PF__SLOT_CROSS_K_WEIGHT], NULL, 1);
+    be->matmul(r, v, r->part, &L[PF__SLOT_CROSS_V_WEIGHT], NULL, 1);
+    for (size_t done = 1; done < M; done *= 2) {
+        size_t more = M - done < done ? M - done : done;
+        be->copy(r, k + done * kv, k, more * kv * sizeof(float));
+        be->copy(r, v + done * kv, v, more * kv * sizeof(float));
+    }
+}
+
+/* Rows [first, first + count) of a weight stored plainly (f32, f16 or bf16) as a weight of their
+   own; 0 for one stored otherwise (blocks, a stack, reordered inputs). */
+static int pf__weight_rows(const pf__weight *w, size_t first, size_t count, pf__weight *rows) {
+    if ((w->dtype != PF__DTYPE_F32 && w->dtype != PF__DTYPE_F16 && w->dtype != PF__DTYPE_BF16) || w->parts ||
+        w->input_order || first + count > w->rows)
+        return 0;
+    *rows = *w;
+    rows->data = (char *)w->data + pf__weight_bytes(w->dtype, first, w->cols);
+    rows->rows = count;
+    return 1;
+}
+
+/* log(sum(exp(x))) over two spans of values, from their maximum, as log_softmax takes it. */
+static float pf__log_sum_exp(const float *a, size_t na, const float *b, size_t nb) {
+    float max = -INFINITY;
+    for (size_t i = 0; i < na; i++) max = a[i] > max ? a[i] : max;
+    for (size_t i = 0; i < nb; i++) max = b[i] > max ? b[i] : max;
+    double sum = 0;
+    for (size_t i = 0; i < na; i++) sum += exp((double)(a[i] - max));
+    for (size_t i = 0; i < nb; i++) sum += exp((double)(b[i] - max));
+    return max + (float)log(sum);
+}
+
+/* TransfoXLLMHeadModel's adaptive softmax (ProjectedAdaptiveLogSoftmax, labels None) of `rows`
+   hidden rows, on rank 0: each cluster's logits (its rows of the table, or its own table, through
+   its projection where it has one; the head's also the tail clusters' logits, cluster_weight's),
+   on the device; then on the host the head's log-softmax over its ids and the tail clusters', each
+   tail id's log-probability its cluster's plus its log-softmax within the cluster; into
+   job->logits' rows, the log-probability of every id. */
+static void pf__rank_txl_log_softmax(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    if (r->world != 0 || !job->logits) return;
+    size_t d = (size_t)c->hidden_size, V = (size_t)c->vocab_size, C = (size_t)c->txl_clusters - 1, width = V + C;
+    const int *ends = c->txl_cutoff_ends;
+    for (size_t first = 0; first < rows && !pf__rank_failed(r); first += g->logit_rows) {
+        size_t n = rows - first < g->logit_rows ? rows - first : g->logit_rows;
+        const float *h = h_rows + first * d;
+        for (int i = 0; i <= (int)C; i++) { /* cluster i's logits [n][its ids] at n * ends[i]; the head's tails' at n * V */
+            int table = c->txl_div_val == 1 ? 0 : i;
+            size_t lo = (size_t)ends[i], count = (size_t)(ends[i + 1] - ends[i]), at = c->txl_div_val == 1 ? lo : 0;
+            pf__weight weight, bias;
+            if (!pf__weight_rows(&W[PF__SLOT_TXL_OUT_WEIGHT_0 + table], at, count, &weight) ||
+                !pf__weight_rows(&W[PF__SLOT_TXL_OUT_BIAS_0 + table], at, count, &bias)) {
+                pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Transformer-XL's adaptive softmax reads its weights in f32, f16 "
+                              "or bf16 (they are stored as %s here)", pf__dtype_name(W[PF__SLOT_TXL_OUT_WEIGHT_0 + table].dtype));
+                return;
+            }
+            const float *projected = h;
+            if (PF__HAS(W[PF__SLOT_TXL_OUT_PROJ_0 + i])) {
+                be->matmul(r, r->txl_proj, h, &W[PF__SLOT_TXL_OUT_PROJ_0 + i], NULL, n);
+                projected = r->txl_proj;
+            }
+            be->matmul(r, r->txl_logits + n * lo, projected, &weight, &bias, n);
+            if (i == 0 && C)
+                be->matmul(r, r->txl_logits + n * V, projected, &W[PF__SLOT_TXL_CLUSTER_WEIGHT],
+                           &W[PF__SLOT_TXL_CLUSTER_BIAS], n);
+        }
+        be->download(r, r->txl_logits_host, r->txl_logits, n * width * sizeof(float));
+        if (pf__rank_failed(r)) return;
+        for (size_t k = 0; k < n; k++) {
+            float *out = job->logits + (first + k) * V;
+            const float *head = r->txl_logits_host + k * (size_t)ends[1], *tails = r->txl_logits_host + n * V + k * C;
+            float head_norm = pf__log_sum_exp(head, (size_t)ends[1], tails, C);
+            for (int j = 0; j < ends[1]; j++) out[j] = head[j] - head_norm;
+            for (size_t i = 1; i <= C; i++) {
+                size_t count = (size_t)(ends[i + 1] - ends[i]);
+                const float *tail = r->txl_logits_host + n * (size_t)ends[i] + k * count;
+                float cluster = tails[i - 1] - head_norm, tail_norm = pf__log_sum_exp(tail, count, NULL, 0);
+                for (size_t j = 0; j < count; j++) out[(size_t)ends[i] + j] = cluster + (tail[j] - tail_norm);
+            }
+        }
+    }
+}
+
+/* A Transformer-XL step (pf__config.transfo_xl), each row alone, as transformers runs each forward
+   call a segment: the row's tokens in the step (real positions q0 .. q0 + n - 1, its left pads
+   excepted); each layer's keys and values of them kept in the row's memory (txl_mem_k / _v: the
+   txl_mem_len zero rows transformers starts with, then position p at txl_mem_len + p), its queries
+   over the keys from txl_mem_len positions before the segment's first (mem_len 0: from the first;
+   same_length: the txl_mem_len keys ending at the query's own) to their own. Then the bare model's
+   or the sequence classifier's outputs, or rank 0's log-probabilities (all positions, or each row's
+   last). */
+static void pf__rank_transfo_xl(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, kv = (size_t)r->share.kv_heads * (size_t)c->head_dim, T = (size_t)s->seq_len;
+    size_t layers = (size_t)c->num_layers, keys_per_row = (size_t)c->txl_mem_len + (size_t)g->cache_len;
+    int M = c->txl_mem_len;
+    if (s->past + s->seq_len > g->cache_len || s->segment_before > s->past) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "Transformer-XL: positions %d..%d past its memory of %d", s->past,
+                      s->past + s->seq_len, g->cache_len);
+        return;
+    }
+    pf__rank_txl_embed(r, s);
+    for (int b = 0; b < s->batch && !pf__rank_failed(r); b++) {
+        int pad = s->pad ? s->pad[b] : 0, from = s->past > pad ? s->past : pad; /* the step's first real column */
+        int n = s->past + (int)T - from, q0 = from - pad, segment = s->past - s->segment_before - pad;
+        if (n <= 0) continue; /* the step holds the row's pads alone */
+        int k_first = M > 0 && segment > 0 ? segment : 0; /* the first key the segment sees: its mem_len before it */
+        int k_len = M + q0 + n - k_first;
+        float *x = r->x + ((size_t)b * T + (size_t)(from - s->past)) * d;
+        /* the queries at memory rows M + q0.., the keys k_first..: one table of distances serves every layer */
+        pf__funnel_level queries = {n, M + q0 - k_first, 1, r->funnel_pads, r->funnel_types};
+        pf__funnel_level keys = {k_len, 0, 1, r->funnel_pads + 1, r->funnel_types};
+        size_t rel_rows = 0;
+        pf__funnel_shape f = pf__rank_funnel_terms(r, &queries, &keys, 1, &rel_rows);
+        f.causal = 1;
+        f.exact_segments = 0;
+        f.window = c->txl_same_length ? M : 0;
+        for (size_t l = 0; l < layers && !pf__rank_failed(r); l++) {
+            const pf__weight *L = pf__rank_layer_weights(r, (int)l);
+            float *k = r->txl_mem_k + ((size_t)b * layers + l) * keys_per_row * kv;
+            float *v = r->txl_mem_v + ((size_t)b * layers + l) * keys_per_row * kv;
+            if (q0 == 0 && M > 0) pf__rank_txl_zero_memory(r, L, k, v, x);
+            const float *in = x; /* the keys', values' and queries' rows: pre-norm, normed */
+            if (c->pre_norm) {
+                be->norm(r, r->h, x, &L[PF__SLOT_ATTN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), (size_t)n, d,
+                         (float)c->norm_eps, PF__NORM_LAYER);
+                in = r->h;
+            }
+            be->matmul(r, k + (size_t)(M + q0) * kv, in, &L[PF__SLOT_CROSS_K_WEIGHT], NULL, (size_t)n);
+            be->matmul(r, v + (size_t)(M + q0) * kv, in, &L[PF__SLOT_CROSS_V_WEIGHT], NULL, (size_t)n);
+            be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+            pf__rank_relative_block(r, L, x, in, k + (size_t)k_first * kv, v + (size_t)k_first * kv, keys.pad,
+                                    r->funnel_ints, &f);
+        }
+    }
+    if (pf__rank_failed(r)) return;
+    if (job->hidden) { /* pf_encode: the last layer's output (no final norm), or the classifier's score */
+        pf__tower t = pf__tower_of(r, 0);
+        pf__rank_decoder_encoding(r, job, &t);
+        return;
+    }
+    if (job->all_positions) {
+        pf__rank_txl_log_softmax(r, job, r->x, (size_t)s->batch * T);
+        return;
+    }
+    for (int b = 0; b < s->batch; b++) /* each row's last position */
+        be->copy(r, r->h + (size_t)b * d, r->x + ((size_t)b * T + T - 1) * d, d * sizeof(float));
+    pf__rank_txl_log_softmax(r, job, r->h, (size_t)s->batch);
 }
 
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
@@ -29146,6 +29551,7 @@ static void pf__rank_forward_chunks(pf__rank *r, const pf__job *job) {
         chunk.step.ids = ids;
         chunk.step.seq_len = (int)len;
         chunk.step.past = s->past + (int)first;
+        chunk.step.segment_before = s->segment_before + (int)first;
         if (job->all_positions) chunk.logits = job->logits + first * vocab; /* one row (pf__forward_in_chunks) */
         pf__rank_forward(r, &chunk);
     }
@@ -29193,6 +29599,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     }
     if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM && !job->hidden) {
         pf__rank_xlnet_generate(r, job);
+        return;
+    }
+    if (c->transfo_xl) {
+        pf__rank_transfo_xl(r, job);
         return;
     }
     if (c->funnel) {
@@ -29611,6 +30021,7 @@ PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
         chunk.step.ids = ids;
         chunk.step.seq_len = len;
         chunk.step.past = s->past + first;
+        chunk.step.segment_before = s->segment_before + first; /* Transformer-XL: one segment still */
         if (logits) chunk.logits = logits;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
         for (int b = 0; !r && logits && b < s->batch; b++) /* [batch][len] rows into [batch][seq_len] */
@@ -29905,11 +30316,13 @@ int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride
 int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
                       const int *pad, int batch, int T, int heads, int head_dim, int k);
 /* Funnel's position and segment terms as attend's dense bias (pf__backend.funnel_bias's math):
-   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]. */
+   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]; seg
+   NULL: no segment term. */
 int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
                         const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
-                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, float scale);
+                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, int window,
+                        float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -30789,11 +31202,12 @@ static void pf__cuda_funnel_bias(pf__rank *r, float *out, const float *q, const 
                                  const pf__funnel_shape *f) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !f->heads) return;
-    pf__cuda_ok(r, pf_cuda_funnel_bias(rs->cu, out, q, rel, pos_bias->data, pf__cuda_dtype(pos_bias->dtype), type_bias->data,
-                                       pf__cuda_dtype(type_bias->dtype), seg->data, pf__cuda_dtype(seg->dtype), ints,
+    pf__cuda_ok(r, pf_cuda_funnel_bias(rs->cu, out, q, rel, pos_bias->data, pf__cuda_dtype(pos_bias->dtype),
+                                       seg ? type_bias->data : NULL, seg ? pf__cuda_dtype(type_bias->dtype) : 0,
+                                       seg ? seg->data : NULL, seg ? pf__cuda_dtype(seg->dtype) : 0, ints,
                                        f->batch, f->q_len, f->k_len, f->heads, f->head_dim, f->q_first, f->q_stride,
                                        f->k_first, f->k_stride, f->rel_first, f->separate_cls, f->exact_segments,
-                                       f->causal, f->scale));
+                                       f->causal, f->window, f->scale));
 }
 
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,
@@ -31417,6 +31831,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     const char *family_ops = c->conv_kernel && (!backend->depthwise_conv || !backend->multiply || !backend->span_conv)
                                  ? "ConvBERT's span-based dynamic convolution"
                              : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
+                             : c->transfo_xl && !backend->funnel_bias ? "Transformer-XL's relative attention"
                              : c->ngram && !backend->ngram_attend ? "ProphetNet's n-gram self-attention"
                              : c->entity_vocab_size && !backend->gather_rows ? "LUKE's entity embeddings and attention"
                                                                              : NULL;
@@ -35616,6 +36031,9 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (o.pipeline_stages > 1 && !o.across_processes)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d splits the layers over processes: it needs "
                         "across_processes", o.pipeline_stages);
+    if (o.pipeline_stages > 1 && c->transfo_xl)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pipeline_stages: Transformer-XL's layers run as one (its memory and "
+                        "segments): it runs tensor parallel across processes");
     if (o.pipeline_stages > 1 && (pf__archs[c->arch].kind != PF__KIND_DECODER || m->towers[0]))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pipeline_stages: model_type \"%s\" is not a decoder (stages split a "
                         "decoder's layers; encoders and encoder-decoders run tensor parallel across processes)",
@@ -36084,6 +36502,7 @@ static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
         chunk.step.type_ids = NULL; /* refused above: a decoder has none */
         chunk.step.seq_len = (int)len;
         chunk.step.past = s->past + (int)first;
+        chunk.step.segment_before = s->segment_before + (int)first; /* Transformer-XL: one segment still */
         chunk.hidden = hidden;
         chunk.pool_at = job->pool_at ? pool_at : NULL;
         if (logits) chunk.logits = logits;
@@ -38886,10 +39305,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     if (o->global_attention && !(pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ && m->config.local_attention))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: global_attention needs an encoder-decoder whose encoder "
                         "has Longformer's global attention (LED); model_type \"%s\" has none", m->config.model_type);
-    if (m->config.xlnet && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: XLNet generates one prompt, one sequence at a time "
-                        "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's", batch, o->num_beams,
-                        o->num_return_sequences);
+    if ((m->config.xlnet || m->config.transfo_xl) && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: %s generates one prompt, one sequence at a time "
+                        "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's",
+                        m->config.xlnet ? "XLNet" : "Transformer-XL", batch, o->num_beams, o->num_return_sequences);
     int vocab = m->config.vocab_size;
     /* Every count against its limit before its array is read: a count past the caller's array
        would read beyond it. */
@@ -39118,6 +39537,7 @@ static const pf__device_choice *pf__choose_on_devices(pf__generation_state *st) 
     const pf__backend *be = st->m->group->backend;
     st->device_tokens = NULL;
     memset(&st->device_candidates, 0, sizeof st->device_candidates);
+    if (st->m->config.transfo_xl) return NULL; /* its adaptive softmax's log-probabilities: rank 0's, on the host */
     if (be->argmax && st->argmax_tokens && pf__generation_argmax_only(st)) {
         st->device.tokens = st->argmax_tokens;
         st->device_tokens = st->argmax_tokens;
@@ -39948,7 +40368,7 @@ int pf_testing_batch_queued(pf_model *m) {
    frequencies that depend on the length (dynamic NTK and LongRoPE: they follow the longest
    sequence of a step). */
 static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
-    return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 &&
+    return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 && !m->config.transfo_xl && /* one row's memory */
            m->config.rope_type != PF__ROPE_DYNAMIC &&
            (m->config.rope_type != PF__ROPE_LONGROPE || /* a GGUF's rope_freqs: one list */
             !memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));
@@ -41016,6 +41436,7 @@ static pf_result pf__resolve_lm_head(pf_model *m) {
     const pf__config *c = &m->config;
     pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
     const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
+    if (c->transfo_xl) return PF_OK; /* its adaptive softmax: pf__transfo_xl_sources */
     int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC;
     if (!vocab_logits && (head->data || m->sources[PF__SLOT_LM_HEAD_BIAS].data))
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) does "
@@ -41246,6 +41667,114 @@ static pf_result pf__check_stacked_ffns(pf_model *m) {
     return PF_OK;
 }
 
+/* Transformer-XL's tensors as its forward reads them (pf__rank_transfo_xl): each layer's qkv_net
+   as cross-attention's q, k and v (views of its three blocks of rows); the adaptive input's tables
+   and projections that the clusters need; TransfoXLLMHeadModel's adaptive softmax, its weights the
+   tables (tie_word_embeddings) and its projections the input's (tie_projs), a tied copy in the file
+   holding the same values. */
+static pf_result pf__transfo_xl_sources(pf_model *m) {
+    const pf__config *c = &m->config;
+    if (!c->transfo_xl) return PF_OK;
+    size_t q = (size_t)c->num_heads * c->head_dim, h = (size_t)c->hidden_size;
+    for (int l = 0; l < c->num_layers; l++) {
+        pf__source *layer = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER];
+        pf__source fused = layer[PF__SLOT_QKV_FUSED_WEIGHT];
+        if (fused.pieces || fused.packed ||
+            (fused.dtype != PF__DTYPE_F32 && fused.dtype != PF__DTYPE_F16 && fused.dtype != PF__DTYPE_BF16))
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d's qkv_net is stored as %s, which Transformer-XL does "
+                            "not read (F32, F16 and BF16 it does)", m->dir, l, pf__dtype_name(fused.dtype));
+        static const pf__slot parts[3] = {PF__SLOT_CROSS_Q_WEIGHT, PF__SLOT_CROSS_K_WEIGHT, PF__SLOT_CROSS_V_WEIGHT};
+        for (int k = 0; k < 3; k++) {
+            pf__source *part = &layer[parts[k]];
+            *part = fused;
+            part->data = fused.data + (size_t)k * pf__weight_bytes(fused.dtype, q, h);
+            part->rows = q;
+            part->split = k ? PF__SPLIT_KV_COLUMNS : PF__SPLIT_HEAD_COLUMNS;
+        }
+        layer[PF__SLOT_QKV_FUSED_WEIGHT].data = NULL;
+        /* untie_r false: the model's r_w_bias and r_r_bias, which a file may hold each layer's copy of too */
+        static const pf__slot shared[2] = {PF__SLOT_TXL_R_W_BIAS, PF__SLOT_TXL_R_R_BIAS};
+        static const pf__slot own[2] = {PF__SLOT_CROSS_Q_BIAS, PF__SLOT_FUNNEL_R_R_BIAS};
+        for (int k = 0; k < 2; k++) {
+            const pf__source *model_bias = &m->sources[shared[k]];
+            pf__source *bias = &layer[own[k]];
+            const char *name = k ? "r_r_bias" : "r_w_bias";
+            if (c->txl_untie_r ? !bias->data : !model_bias->data)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor %s%s (config.json's untie_r is %s)", m->dir,
+                                c->txl_untie_r ? "of layer " : "", name, c->txl_untie_r ? "true" : "false");
+            if (c->txl_untie_r) continue;
+            if (bias->data && (bias->dtype != model_bias->dtype ||
+                               memcmp(bias->data, model_bias->data, pf__weight_bytes(bias->dtype, q, 1))))
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d's %s differs from the model's, which untie_r false "
+                                "makes every layer's", m->dir, l, name);
+            *bias = *model_bias;
+            bias->split = PF__SPLIT_HEAD_COLUMNS;
+        }
+    }
+    if (c->txl_untie_r && (m->sources[PF__SLOT_TXL_R_W_BIAS].data || m->sources[PF__SLOT_TXL_R_R_BIAS].data))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors r_w_bias and r_r_bias are in the checkpoint but config.json's "
+                        "untie_r true gives each layer its own", m->dir);
+    m->sources[PF__SLOT_TXL_R_W_BIAS].data = m->sources[PF__SLOT_TXL_R_R_BIAS].data = NULL;
+    int tables = c->txl_div_val == 1 ? 1 : c->txl_clusters, lm = c->head == PF_HEAD_CAUSAL_LM;
+    for (int i = 0; i < PF__TXL_MAX_CLUSTERS; i++) {
+        pf__slot table = i ? (pf__slot)(PF__SLOT_TXL_EMBED_1 + i - 1) : PF__SLOT_TOKEN_EMBED;
+        pf__source *embed = &m->sources[table], *proj = &m->sources[PF__SLOT_TXL_EMBED_PROJ_0 + i];
+        pf__source *out = &m->sources[PF__SLOT_TXL_OUT_WEIGHT_0 + i], *bias = &m->sources[PF__SLOT_TXL_OUT_BIAS_0 + i];
+        pf__source *out_proj = &m->sources[PF__SLOT_TXL_OUT_PROJ_0 + i];
+        /* transformers' AdaptiveEmbedding: one table (projected when d_embed is not d_model) or one
+           table and projection a cluster; its softmax a projection a cluster (none when one table
+           needs none) */
+        int has_table = i < tables, has_proj = c->txl_div_val == 1 ? i == 0 && c->txl_d_embed != c->hidden_size : has_table;
+        int has_out_proj = i < c->txl_clusters && (c->txl_div_val != 1 || c->txl_d_embed != c->hidden_size);
+        const char *missing = has_table && !embed->data ? "word_emb.emb_layers" : has_proj && !proj->data ? "word_emb.emb_projs"
+                              : lm && has_table && !bias->data ? "crit.out_layers' bias" : NULL;
+        if (missing)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor %s of cluster %d (cutoffs %d, div_val %d, d_embed %d, "
+                            "d_model %d)", m->dir, missing, i, c->txl_clusters - 1, c->txl_div_val, c->txl_d_embed,
+                            c->hidden_size);
+        const char *extra = !has_table && embed->data ? "word_emb.emb_layers" : !has_proj && proj->data ? "word_emb.emb_projs"
+                            : (!lm || !has_table) && (out->data || bias->data) ? "crit.out_layers"
+                            : (!lm || !has_out_proj) && out_proj->data ? "crit.out_projs" : NULL;
+        if (extra)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor %s of cluster %d is in the checkpoint but config.json's "
+                            "architectures, cutoffs, div_val, d_embed and d_model make none", m->dir, extra, i);
+        if (!lm) continue;
+        /* tie_weights(): each table is its cluster's softmax weight; the projection tied with the
+           input's (one table: emb_projs.0) read as the softmax multiplies by it, [hidden, e_i] */
+        const pf__source *input_proj = &m->sources[PF__SLOT_TXL_EMBED_PROJ_0 + (c->txl_div_val == 1 ? 0 : i)];
+        struct { pf__source *dst; const pf__source *src; int tied; const char *name; } ties[2] = {
+            {out, embed, has_table && c->tie_word_embeddings, "crit.out_layers"},
+            {out_proj, input_proj, has_out_proj && c->txl_tie_projs[i], "crit.out_projs"}};
+        for (int k = 0; k < 2; k++) {
+            if (!ties[k].tied) {
+                if ((k ? has_out_proj : has_table) && !ties[k].dst->data)
+                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor %s of cluster %d (config.json ties it to "
+                                    "nothing)", m->dir, ties[k].name, i);
+                continue;
+            }
+            const pf__source *src = ties[k].src;
+            if (ties[k].dst->data && (ties[k].dst->dtype != src->dtype ||
+                                      memcmp(ties[k].dst->data, src->data, pf__weight_bytes(src->dtype, src->rows, src->cols))))
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: %s of cluster %d differs from the input's tensor config.json "
+                                "ties it to", m->dir, ties[k].name, i);
+            size_t rows = ties[k].dst->rows, cols = ties[k].dst->cols;
+            pf__slot_shape(c, (pf__slot)(k ? PF__SLOT_TXL_OUT_PROJ_0 + i : PF__SLOT_TXL_OUT_WEIGHT_0 + i), &rows, &cols);
+            *ties[k].dst = *src;
+            ties[k].dst->rows = rows; /* the projection: the same values, [e_i, hidden] as stored [hidden, e_i] */
+            ties[k].dst->cols = cols;
+            if (k) ties[k].dst->layout = PF__LAYOUT_IN_OUT;
+        }
+    }
+    int clusters_needed = lm && c->txl_clusters > 1;
+    if (!clusters_needed != !m->sources[PF__SLOT_TXL_CLUSTER_WEIGHT].data ||
+        !clusters_needed != !m->sources[PF__SLOT_TXL_CLUSTER_BIAS].data)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: crit.cluster_weight and crit.cluster_bias are %s, but %s", m->dir,
+                        clusters_needed ? "missing" : "in the checkpoint",
+                        clusters_needed ? "the adaptive softmax has tail clusters" : "nothing reads them");
+    (void)h;
+    return PF_OK;
+}
+
 /* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
 static pf_result pf__check_stacks(pf_model *m) {
     const pf__config *c = &m->config;
@@ -41319,6 +41848,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
     if ((r = pf__split_conv_output(m))) return r;
     if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m)) || (r = pf__check_entity_tensors(m))) return r;
+    if ((r = pf__transfo_xl_sources(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;

@@ -175,12 +175,12 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->trigram_rows);
     free(r->entity_gather);
     free(r->funnel_pads), free(r->funnel_types), free(r->funnel_host_ints), free(r->funnel_rows), free(r->funnel_scales);
-    free(r->funnel_sinusoid_host);
+    free(r->funnel_sinusoid_host), free(r->txl_logits_host);
     r->routing = NULL;
     r->trigram_rows = NULL;
     r->entity_gather = NULL;
     r->funnel_pads = NULL, r->funnel_types = NULL, r->funnel_host_ints = NULL, r->funnel_rows = NULL;
-    r->funnel_scales = NULL, r->funnel_sinusoid_host = NULL;
+    r->funnel_scales = NULL, r->funnel_sinusoid_host = NULL, r->txl_logits_host = NULL;
     r->allocations = NULL;
     r->weights = NULL;
     r->num_allocations = r->allocations_cap = 0;

@@ -39,7 +39,7 @@ int pf_testing_batch_queued(pf_model *m) {
    frequencies that depend on the length (dynamic NTK and LongRoPE: they follow the longest
    sequence of a step). */
 static int pf__batchable(const pf_model *m, const pf_generate_options *o) {
-    return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 &&
+    return pf__archs[m->config.arch].kind == PF__KIND_DECODER && o->num_beams == 1 && !m->config.transfo_xl && /* one row's memory */
            m->config.rope_type != PF__ROPE_DYNAMIC &&
            (m->config.rope_type != PF__ROPE_LONGROPE || /* a GGUF's rope_freqs: one list */
             !memcmp(m->config.rope_short_factor, m->config.rope_long_factor, sizeof m->config.rope_long_factor));

@@ -2034,6 +2034,73 @@ static pf_result pf__config_table(const pf__json *json, pf__config *cfg, const c
     return PF_OK;
 }
 
+/* Transformer-XL (pf__config.transfo_xl): the adaptive clusters (cutoffs: up to
+   PF__TXL_MAX_CLUSTERS - 1 increasing ids inside the vocabulary; transformers' default when
+   absent), each cluster's width d_embed / div_val^i (a whole number of values), tie_projs (or, for
+   an older config without it, proj_share_all_but_first's: every cluster's but the head's); the
+   memory's length (mem_len >= 0; same_length needs one, as transformers' mask would hide every key);
+   sample_softmax > 0 (sampled softmax: training) refused. */
+static pf_result pf__config_transfo_xl(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    static const int default_cutoffs[] = {20000, 40000, 200000};
+    const pf__json *cutoffs = pf__json_get(json, "cutoffs");
+    int count = cutoffs ? (int)cutoffs->count : (int)PF__COUNT(default_cutoffs);
+    if (cutoffs && cutoffs->type != PF__JSON_ARRAY)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"cutoffs\" is not a list", path);
+    if (count > PF__TXL_MAX_CLUSTERS - 1)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"cutoffs\" of %d entries is not supported (up to %d "
+                          "are)", path, count, PF__TXL_MAX_CLUSTERS - 1);
+    c->txl_clusters = count + 1;
+    c->txl_cutoff_ends[0] = 0;
+    const pf__json *v = cutoffs ? cutoffs->first : NULL;
+    for (int i = 0; i < count; i++, v = v ? v->next : NULL) {
+        double x = cutoffs ? -1 : default_cutoffs[i];
+        if (cutoffs && (pf__json_number(v, &x) != 1 || x != (double)(int)x)) x = -1;
+        if (x <= c->txl_cutoff_ends[i] || x >= c->vocab_size)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"cutoffs\" are not increasing ids inside the "
+                              "vocabulary of %d", path, c->vocab_size);
+        c->txl_cutoff_ends[i + 1] = (int)x;
+    }
+    c->txl_cutoff_ends[count + 1] = c->vocab_size;
+    long divisor = 1;
+    for (int i = 1; i < c->txl_clusters && c->txl_div_val > 0 && divisor <= c->txl_d_embed; i++) divisor *= c->txl_div_val;
+    if (c->txl_div_val < 1 || c->txl_d_embed < 1 || c->txl_d_embed / divisor < 1)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"d_embed\" %d and \"div_val\" %d leave a cluster of no "
+                          "width", path, c->txl_d_embed, c->txl_div_val);
+    const pf__json *tie = pf__json_get(json, "tie_projs");
+    double share = 1;
+    if (tie && tie->type != PF__JSON_NULL && (tie->type != PF__JSON_ARRAY || tie->count != (size_t)c->txl_clusters))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_projs\" is not a list of %d booleans (one a "
+                          "cluster)", path, c->txl_clusters);
+    if (pf__json_number(pf__json_get(json, "proj_share_all_but_first"), &share) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"proj_share_all_but_first\" is not a boolean", path);
+    v = tie && tie->type == PF__JSON_ARRAY ? tie->first : NULL;
+    for (int i = 0; i < c->txl_clusters; i++, v = v ? v->next : NULL) {
+        double x = i > 0 && share != 0;
+        if (v && pf__json_number(v, &x) != 1)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"tie_projs\" holds something other than booleans", path);
+        c->txl_tie_projs[i] = x != 0;
+    }
+    double sample = -1;
+    if (pf__json_number(pf__json_get(json, "sample_softmax"), &sample) < 0 || sample > 0)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"sample_softmax\" above 0 (a sampled softmax) is not "
+                          "supported", path);
+    if (c->txl_mem_len < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"mem_len\" %d is not a count of rows", path, c->txl_mem_len);
+    if (c->txl_same_length && !c->txl_mem_len)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"same_length\" with \"mem_len\" 0 is not supported "
+                          "(transformers' mask hides every key)", path);
+    if (c->head_dim < 1 || c->head_dim > 1024) /* the CPU's relative terms keep a head's query on the stack */
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"d_head\" %d is not supported (1 to 1024 are)", path,
+                          c->head_dim);
+    if (c->head == PF_HEAD_SEQUENCE_CLASSIFICATION && c->txl_d_embed != c->hidden_size) /* score reads d_embed values */
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: TransfoXLForSequenceClassification needs \"d_embed\" %d to "
+                          "be \"d_model\" %d (its score reads the hidden state)", path, c->txl_d_embed, c->hidden_size);
+    if (c->head != PF_HEAD_NONE && c->head != PF_HEAD_CAUSAL_LM && c->head != PF_HEAD_SEQUENCE_CLASSIFICATION)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (TransfoXLModel, "
+                          "TransfoXLLMHeadModel and TransfoXLForSequenceClassification are)", path, c->class_name);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -2064,6 +2131,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
         if (cfg->scale_decoder_outputs < 0) cfg->scale_decoder_outputs = cfg->tie_word_embeddings;
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
+    if (!r && cfg->transfo_xl) r = pf__config_transfo_xl(json, cfg, path, message, size);
     if (!r && cfg->xlnet) r = pf__config_xlnet(json, cfg, path, message, size);
     else if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, sparse_block)), "(derived)"))

@@ -4449,10 +4449,10 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
                 float pos_q[1024], type_q[1024], same = 0.0f, other = 0.0f; /* head_dim <= 1024 (config.c) */
                 for (size_t e = 0; e < hd; e++) {
                     pos_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(pos_bias->data, h * hd + e, pos_bias->dtype);
-                    type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
+                    if (seg) type_q[e] = q[n * H * hd + h * hd + e] + pf__weight_value(type_bias->data, h * hd + e, type_bias->dtype);
                 }
                 size_t same_row = f->exact_segments ? 0 : 1; /* seg_embed's row of the query's segment */
-                for (size_t e = 0; e < hd; e++) {
+                for (size_t e = 0; seg && e < hd; e++) {
                     other += type_q[e] * pf__weight_value(seg->data, (1 - same_row) * H * hd + h * hd + e, seg->dtype);
                     same += type_q[e] * pf__weight_value(seg->data, same_row * H * hd + h * hd + e, seg->dtype);
                 }
@@ -4461,13 +4461,17 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
                     o[j] = 0.0f;
                     if (qi < 0 || kj < 0 || (f->separate_cls && (qi == 0 || kj == 0))) continue;
                     long distance = f->q_first + qi * f->q_stride - f->k_first - kj * f->k_stride;
-                    if (f->causal && distance < 0) {
+                    if ((f->causal && distance < 0) || (f->window > 0 && distance >= f->window)) {
                         o[j] = -INFINITY;
                         continue;
                     }
                     const float *row = rel + (size_t)((distance - f->rel_first) / f->k_stride) * H * hd + h * hd;
                     float position = 0.0f;
                     for (size_t e = 0; e < hd; e++) position += pos_q[e] * row[e];
+                    if (!seg) { /* no segment term (Transformer-XL) */
+                        o[j] = f->scale * position;
+                        continue;
+                    }
                     int32_t tq = q_types[n], tk = k_types[b * Tk + j];
                     int same_segment = tq == tk || (!f->exact_segments && (tq == 2 || tk == 2));
                     o[j] = f->scale * (position + (same_segment ? same : other));

@@ -163,11 +163,13 @@ int pf_cuda_multiply(pf_cuda_rank *st, float *x, const float *y, size_t y_stride
 int pf_cuda_span_conv(pf_cuda_rank *st, float *out, const float *logits, size_t logits_stride, const float *v,
                       const int *pad, int batch, int T, int heads, int head_dim, int k);
 /* Funnel's position and segment terms as attend's dense bias (pf__backend.funnel_bias's math):
-   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]. */
+   ints = [q pads (batch)][k pads (batch)][q types (batch * q_len)][k types (batch * k_len)]; seg
+   NULL: no segment term. */
 int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const float *rel, const void *pos_bias, int pos_dtype,
                         const void *type_bias, int type_dtype, const void *seg, int seg_dtype, const int32_t *ints,
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
-                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, float scale);
+                        int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, int window,
+                        float scale);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);

@@ -873,11 +873,12 @@ static void pf__cuda_funnel_bias(pf__rank *r, float *out, const float *q, const 
                                  const pf__funnel_shape *f) {
     pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
     if (!rs || !f->heads) return;
-    pf__cuda_ok(r, pf_cuda_funnel_bias(rs->cu, out, q, rel, pos_bias->data, pf__cuda_dtype(pos_bias->dtype), type_bias->data,
-                                       pf__cuda_dtype(type_bias->dtype), seg->data, pf__cuda_dtype(seg->dtype), ints,
+    pf__cuda_ok(r, pf_cuda_funnel_bias(rs->cu, out, q, rel, pos_bias->data, pf__cuda_dtype(pos_bias->dtype),
+                                       seg ? type_bias->data : NULL, seg ? pf__cuda_dtype(type_bias->dtype) : 0,
+                                       seg ? seg->data : NULL, seg ? pf__cuda_dtype(seg->dtype) : 0, ints,
                                        f->batch, f->q_len, f->k_len, f->heads, f->head_dim, f->q_first, f->q_stride,
                                        f->k_first, f->k_stride, f->rel_first, f->separate_cls, f->exact_segments,
-                                       f->causal, f->scale));
+                                       f->causal, f->window, f->scale));
 }
 
 static void pf__cuda_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows,

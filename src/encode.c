@@ -285,6 +285,7 @@ static pf_result pf__encode_decoder_in_chunks(pf_model *m, const pf__job *job) {
         chunk.step.type_ids = NULL; /* refused above: a decoder has none */
         chunk.step.seq_len = (int)len;
         chunk.step.past = s->past + (int)first;
+        chunk.step.segment_before = s->segment_before + (int)first; /* Transformer-XL: one segment still */
         chunk.hidden = hidden;
         chunk.pool_at = job->pool_at ? pool_at : NULL;
         if (logits) chunk.logits = logits;

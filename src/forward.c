@@ -1138,7 +1138,7 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
                                               size_t *rows) {
     const pf__config *c = &r->group->model->config;
     pf__funnel_shape f = {batch, q->len, k->len, r->share.heads, c->head_dim, q->first, q->stride, k->first, k->stride,
-                          0, c->funnel_separate_cls, c->xlnet, c->rel_causal, 1.0f / sqrtf((float)c->head_dim)};
+                          0, c->funnel_separate_cls, c->xlnet, c->rel_causal, 0, 1.0f / sqrtf((float)c->head_dim)};
     f.rel_first = q->first - k->first - (k->len - 1) * k->stride;
     *rows = (size_t)(((q->len - 1) * q->stride + (k->len - 1) * k->stride) / k->stride + 1);
     int32_t *ints = r->funnel_host_ints;
@@ -1162,27 +1162,29 @@ static pf__funnel_shape pf__rank_funnel_terms(pf__rank *r, const pf__funnel_leve
     return f;
 }
 
-/* The attention and MLP of a Funnel or XLNet layer (weights L) for the f->batch * f->q_len query
-   rows q_rows over the keys k and values v (attend's cross layout: f->k_len of them a row, k_pads
-   the rows' left pads), r->funnel_rel the layer's projected sinusoids, ints funnel_bias's: score =
-   ((q + r_w_bias) . k + the position and segment terms (funnel_bias)) / sqrt(head_dim), softmax
-   over the row's keys; q_rows = norm(q_rows + attn Wo^T + bo), then = norm(q_rows + MLP(q_rows)),
-   each summed over the ranks as BERT's post-norm block. */
-static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_rows, const float *k, const float *v,
-                                    int *k_pads, const int32_t *ints, const pf__funnel_shape *f) {
+/* The attention and MLP of a Funnel, XLNet or Transformer-XL layer (weights L) for the f->batch *
+   f->q_len query rows q_rows over the keys k and values v (attend's cross layout: f->k_len of them a
+   row, k_pads the rows' left pads), r->funnel_rel the layer's projected sinusoids, ints
+   funnel_bias's: score = ((q + r_w_bias) . k + the position and segment terms (funnel_bias; no
+   segment term without seg_embed)) / sqrt(head_dim), softmax over the row's keys, q projected from
+   q_in (q_rows, or pre-norm their norm). Post-norm (BERT's): q_rows = norm(q_rows + attn Wo^T + bo),
+   then = norm(q_rows + MLP(q_rows)); pre-norm (Transformer-XL's pre_lnorm): q_rows += attn Wo^T +
+   bo, then += MLP(norm(q_rows)); each sum over the ranks. */
+static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_rows, const float *q_in, const float *k,
+                                    const float *v, int *k_pads, const int32_t *ints, const pf__funnel_shape *f) {
     const pf__config *c = &r->group->model->config;
     const pf__backend *be = r->backend;
     size_t Nq = (size_t)f->batch * f->q_len, d = (size_t)c->hidden_size;
     float eps = (float)c->norm_eps;
-    pf__dtype seg = L[PF__SLOT_FUNNEL_SEG_EMBED].dtype; /* read value by value: not in blocks */
-    if (f->heads && seg != PF__DTYPE_F32 && seg != PF__DTYPE_F16 && seg != PF__DTYPE_BF16) {
+    const pf__weight *seg = PF__OR_NULL(L[PF__SLOT_FUNNEL_SEG_EMBED]); /* read value by value: not in blocks */
+    if (f->heads && seg && seg->dtype != PF__DTYPE_F32 && seg->dtype != PF__DTYPE_F16 && seg->dtype != PF__DTYPE_BF16) {
         pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "%s's seg_embed stored as %s is not supported (dtype f32, f16 or bf16 "
-                      "is)", c->xlnet ? "XLNet" : "Funnel", pf__dtype_name(seg));
+                      "is)", c->xlnet ? "XLNet" : "Funnel", pf__dtype_name(seg->dtype));
         return;
     }
-    be->matmul(r, r->qkv, q_rows, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
-    be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS], &L[PF__SLOT_FUNNEL_R_S_BIAS],
-                    &L[PF__SLOT_FUNNEL_SEG_EMBED], ints, f);
+    be->matmul(r, r->qkv, q_in, &L[PF__SLOT_CROSS_Q_WEIGHT], NULL, Nq);
+    be->funnel_bias(r, r->funnel_bias, r->qkv, r->funnel_rel, &L[PF__SLOT_FUNNEL_R_R_BIAS],
+                    seg ? &L[PF__SLOT_FUNNEL_R_S_BIAS] : NULL, seg, ints, f);
     be->add_residual(r, r->qkv, NULL, &L[PF__SLOT_CROSS_Q_BIAS], Nq, (size_t)f->heads * f->head_dim); /* q + r_w_bias */
     pf__tower t = pf__tower_of(r, 1);
     pf__attn_shape shape = pf__rank_attn_shape(r, &t);
@@ -1199,13 +1201,25 @@ static void pf__rank_relative_block(pf__rank *r, const pf__weight *L, float *q_r
     be->attend(r, r->attn, r->qkv, k, v, &keys, &shape);
     be->matmul(r, r->part, r->attn, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, Nq);
     pf__all_reduce(r, r->part, Nq * d, "the attention output's all-reduce");
-    pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows, &L[PF__SLOT_ATTN_NORM_WEIGHT],
-                           PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
-    pf__rank_mlp_in(r, r->mlp, q_rows, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), Nq, c->activation);
+    if (c->pre_norm) {
+        be->add_residual(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), Nq, d);
+        be->norm(r, r->h, q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps,
+                 PF__NORM_LAYER);
+        pf__rank_mlp_in(r, r->mlp, r->h, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), Nq, c->activation);
+    } else {
+        pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_ATTN_OUT_BIAS]), q_rows,
+                               &L[PF__SLOT_ATTN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), Nq, d, eps,
+                               PF__NORM_LAYER);
+        pf__rank_mlp_in(r, r->mlp, q_rows, &L[PF__SLOT_MLP_IN_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_IN_BIAS]), Nq, c->activation);
+    }
     be->matmul(r, r->part, r->mlp, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, Nq);
     pf__all_reduce(r, r->part, Nq * d, "the MLP output's all-reduce");
-    pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows, &L[PF__SLOT_MLP_NORM_WEIGHT],
-                           PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps, PF__NORM_LAYER);
+    if (c->pre_norm)
+        be->add_residual(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), Nq, d);
+    else
+        pf__rank_residual_norm(r, q_rows, r->part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), q_rows,
+                               &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), Nq, d, eps,
+                               PF__NORM_LAYER);
 }
 
 /* Layer l's weights on this rank. */
@@ -1224,7 +1238,7 @@ static void pf__rank_funnel_layer(pf__rank *r, int l, float *q_rows, const float
     be->matmul(r, r->funnel_k, kv_rows, &L[PF__SLOT_CROSS_K_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), Nk);
     be->matmul(r, r->funnel_v, kv_rows, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), Nk);
     be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
-    pf__rank_relative_block(r, L, q_rows, r->funnel_k, r->funnel_v, kl->pad, r->funnel_ints, f);
+    pf__rank_relative_block(r, L, q_rows, q_rows, r->funnel_k, r->funnel_v, kl->pad, r->funnel_ints, f);
 }
 
 /* FunnelModel's decoder input (FunnelDecoder's upsample) into out at the input's level: each row's
@@ -1369,10 +1383,205 @@ static void pf__rank_xlnet_generate(pf__rank *r, const pf__job *job) {
         be->matmul(r, v + (size_t)past * kv, r->x, &L[PF__SLOT_CROSS_V_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), w);
         be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
         k += (size_t)first * kv, v += (size_t)first * kv;
-        pf__rank_relative_block(r, L, r->x, k, v, keys.pad, r->funnel_ints, &content);
-        pf__rank_relative_block(r, L, r->xlnet_g, k, v, keys.pad, r->funnel_ints, &query);
+        pf__rank_relative_block(r, L, r->x, r->x, k, v, keys.pad, r->funnel_ints, &content);
+        pf__rank_relative_block(r, L, r->xlnet_g, r->xlnet_g, k, v, keys.pad, r->funnel_ints, &query);
     }
     if (!pf__rank_failed(r) && job->logits) pf__rank_vocab_logits(r, job, r->xlnet_g, 1, d);
+}
+
+/* ---- Transformer-XL ------------------------------------------------------------------------- */
+
+/* Transformer-XL's adaptive input of the step's tokens into x (pf__config.txl_*): each cluster's
+   table row of the tokens in it (embed's zeros for the others), through the cluster's projection
+   where it has one, summed over the clusters, then times sqrt(d_model) (transformers' emb_scale,
+   a double made fp32 by the multiply). The tables are whole on every rank. */
+static void pf__rank_txl_embed(pf__rank *r, const pf__step *s) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    int tables = c->txl_div_val == 1 ? 1 : c->txl_clusters;
+    for (int i = 0; i < tables && !pf__rank_failed(r); i++) {
+        const pf__weight *table = &W[i ? PF__SLOT_TXL_EMBED_1 + i - 1 : PF__SLOT_TOKEN_EMBED];
+        const pf__weight *proj = &W[PF__SLOT_TXL_EMBED_PROJ_0 + i];
+        float *into = i ? r->part : r->x;
+        if (PF__HAS(*proj)) {
+            be->embed(r, r->txl_embed, table, s, 1.0f, c->txl_cutoff_ends[i]);
+            be->matmul(r, into, r->txl_embed, proj, NULL, N);
+        } else {
+            be->embed(r, into, table, s, 1.0f, c->txl_cutoff_ends[i]);
+        }
+        if (i) be->add_residual(r, r->x, r->part, NULL, N, d);
+    }
+    be->scale(r, r->x, N * d, (float)sqrt((double)d));
+}
+
+/* A layer's keys and values of the txl_mem_len zero rows a row's memory starts with (transformers'
+   init_mems): those of one zero row (pre-norm: of its norm, the norm's bias), copied down the rows
+   in doublings. x: any finite row, scaled by 0 into the zero row. */
+static void pf__rank_txl_zero_memory(pf__rank *r, const pf__weight *L, float *k, float *v, const float *x) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    size_t d = (size_t)c->hidden_size, kv = (size_t)r->share.kv_heads * (size_t)c->head_dim, M = (size_t)c->txl_mem_len;
+    be->copy(r, r->part, x, d * sizeof(float));
+    be->scale(r, r->part, d, 0.0f);
+    if (c->pre_norm)
+        be->norm(r, r->part, r->part, &L[PF__SLOT_ATTN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), 1, d,
+                 (float)c->norm_eps, PF__NORM_LAYER);
+    be->matmul(r, k, r->part, &L[PF__SLOT_CROSS_K_WEIGHT], NULL, 1);
+    be->matmul(r, v, r->part, &L[PF__SLOT_CROSS_V_WEIGHT], NULL, 1);
+    for (size_t done = 1; done < M; done *= 2) {
+        size_t more = M - done < done ? M - done : done;
+        be->copy(r, k + done * kv, k, more * kv * sizeof(float));
+        be->copy(r, v + done * kv, v, more * kv * sizeof(float));
+    }
+}
+
+/* Rows [first, first + count) of a weight stored plainly (f32, f16 or bf16) as a weight of their
+   own; 0 for one stored otherwise (blocks, a stack, reordered inputs). */
+static int pf__weight_rows(const pf__weight *w, size_t first, size_t count, pf__weight *rows) {
+    if ((w->dtype != PF__DTYPE_F32 && w->dtype != PF__DTYPE_F16 && w->dtype != PF__DTYPE_BF16) || w->parts ||
+        w->input_order || first + count > w->rows)
+        return 0;
+    *rows = *w;
+    rows->data = (char *)w->data + pf__weight_bytes(w->dtype, first, w->cols);
+    rows->rows = count;
+    return 1;
+}
+
+/* log(sum(exp(x))) over two spans of values, from their maximum, as log_softmax takes it. */
+static float pf__log_sum_exp(const float *a, size_t na, const float *b, size_t nb) {
+    float max = -INFINITY;
+    for (size_t i = 0; i < na; i++) max = a[i] > max ? a[i] : max;
+    for (size_t i = 0; i < nb; i++) max = b[i] > max ? b[i] : max;
+    double sum = 0;
+    for (size_t i = 0; i < na; i++) sum += exp((double)(a[i] - max));
+    for (size_t i = 0; i < nb; i++) sum += exp((double)(b[i] - max));
+    return max + (float)log(sum);
+}
+
+/* TransfoXLLMHeadModel's adaptive softmax (ProjectedAdaptiveLogSoftmax, labels None) of `rows`
+   hidden rows, on rank 0: each cluster's logits (its rows of the table, or its own table, through
+   its projection where it has one; the head's also the tail clusters' logits, cluster_weight's),
+   on the device; then on the host the head's log-softmax over its ids and the tail clusters', each
+   tail id's log-probability its cluster's plus its log-softmax within the cluster; into
+   job->logits' rows, the log-probability of every id. */
+static void pf__rank_txl_log_softmax(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    if (r->world != 0 || !job->logits) return;
+    size_t d = (size_t)c->hidden_size, V = (size_t)c->vocab_size, C = (size_t)c->txl_clusters - 1, width = V + C;
+    const int *ends = c->txl_cutoff_ends;
+    for (size_t first = 0; first < rows && !pf__rank_failed(r); first += g->logit_rows) {
+        size_t n = rows - first < g->logit_rows ? rows - first : g->logit_rows;
+        const float *h = h_rows + first * d;
+        for (int i = 0; i <= (int)C; i++) { /* cluster i's logits [n][its ids] at n * ends[i]; the head's tails' at n * V */
+            int table = c->txl_div_val == 1 ? 0 : i;
+            size_t lo = (size_t)ends[i], count = (size_t)(ends[i + 1] - ends[i]), at = c->txl_div_val == 1 ? lo : 0;
+            pf__weight weight, bias;
+            if (!pf__weight_rows(&W[PF__SLOT_TXL_OUT_WEIGHT_0 + table], at, count, &weight) ||
+                !pf__weight_rows(&W[PF__SLOT_TXL_OUT_BIAS_0 + table], at, count, &bias)) {
+                pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Transformer-XL's adaptive softmax reads its weights in f32, f16 "
+                              "or bf16 (they are stored as %s here)", pf__dtype_name(W[PF__SLOT_TXL_OUT_WEIGHT_0 + table].dtype));
+                return;
+            }
+            const float *projected = h;
+            if (PF__HAS(W[PF__SLOT_TXL_OUT_PROJ_0 + i])) {
+                be->matmul(r, r->txl_proj, h, &W[PF__SLOT_TXL_OUT_PROJ_0 + i], NULL, n);
+                projected = r->txl_proj;
+            }
+            be->matmul(r, r->txl_logits + n * lo, projected, &weight, &bias, n);
+            if (i == 0 && C)
+                be->matmul(r, r->txl_logits + n * V, projected, &W[PF__SLOT_TXL_CLUSTER_WEIGHT],
+                           &W[PF__SLOT_TXL_CLUSTER_BIAS], n);
+        }
+        be->download(r, r->txl_logits_host, r->txl_logits, n * width * sizeof(float));
+        if (pf__rank_failed(r)) return;
+        for (size_t k = 0; k < n; k++) {
+            float *out = job->logits + (first + k) * V;
+            const float *head = r->txl_logits_host + k * (size_t)ends[1], *tails = r->txl_logits_host + n * V + k * C;
+            float head_norm = pf__log_sum_exp(head, (size_t)ends[1], tails, C);
+            for (int j = 0; j < ends[1]; j++) out[j] = head[j] - head_norm;
+            for (size_t i = 1; i <= C; i++) {
+                size_t count = (size_t)(ends[i + 1] - ends[i]);
+                const float *tail = r->txl_logits_host + n * (size_t)ends[i] + k * count;
+                float cluster = tails[i - 1] - head_norm, tail_norm = pf__log_sum_exp(tail, count, NULL, 0);
+                for (size_t j = 0; j < count; j++) out[(size_t)ends[i] + j] = cluster + (tail[j] - tail_norm);
+            }
+        }
+    }
+}
+
+/* A Transformer-XL step (pf__config.transfo_xl), each row alone, as transformers runs each forward
+   call a segment: the row's tokens in the step (real positions q0 .. q0 + n - 1, its left pads
+   excepted); each layer's keys and values of them kept in the row's memory (txl_mem_k / _v: the
+   txl_mem_len zero rows transformers starts with, then position p at txl_mem_len + p), its queries
+   over the keys from txl_mem_len positions before the segment's first (mem_len 0: from the first;
+   same_length: the txl_mem_len keys ending at the query's own) to their own. Then the bare model's
+   or the sequence classifier's outputs, or rank 0's log-probabilities (all positions, or each row's
+   last). */
+static void pf__rank_transfo_xl(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, kv = (size_t)r->share.kv_heads * (size_t)c->head_dim, T = (size_t)s->seq_len;
+    size_t layers = (size_t)c->num_layers, keys_per_row = (size_t)c->txl_mem_len + (size_t)g->cache_len;
+    int M = c->txl_mem_len;
+    if (s->past + s->seq_len > g->cache_len || s->segment_before > s->past) {
+        pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "Transformer-XL: positions %d..%d past its memory of %d", s->past,
+                      s->past + s->seq_len, g->cache_len);
+        return;
+    }
+    pf__rank_txl_embed(r, s);
+    for (int b = 0; b < s->batch && !pf__rank_failed(r); b++) {
+        int pad = s->pad ? s->pad[b] : 0, from = s->past > pad ? s->past : pad; /* the step's first real column */
+        int n = s->past + (int)T - from, q0 = from - pad, segment = s->past - s->segment_before - pad;
+        if (n <= 0) continue; /* the step holds the row's pads alone */
+        int k_first = M > 0 && segment > 0 ? segment : 0; /* the first key the segment sees: its mem_len before it */
+        int k_len = M + q0 + n - k_first;
+        float *x = r->x + ((size_t)b * T + (size_t)(from - s->past)) * d;
+        /* the queries at memory rows M + q0.., the keys k_first..: one table of distances serves every layer */
+        pf__funnel_level queries = {n, M + q0 - k_first, 1, r->funnel_pads, r->funnel_types};
+        pf__funnel_level keys = {k_len, 0, 1, r->funnel_pads + 1, r->funnel_types};
+        size_t rel_rows = 0;
+        pf__funnel_shape f = pf__rank_funnel_terms(r, &queries, &keys, 1, &rel_rows);
+        f.causal = 1;
+        f.exact_segments = 0;
+        f.window = c->txl_same_length ? M : 0;
+        for (size_t l = 0; l < layers && !pf__rank_failed(r); l++) {
+            const pf__weight *L = pf__rank_layer_weights(r, (int)l);
+            float *k = r->txl_mem_k + ((size_t)b * layers + l) * keys_per_row * kv;
+            float *v = r->txl_mem_v + ((size_t)b * layers + l) * keys_per_row * kv;
+            if (q0 == 0 && M > 0) pf__rank_txl_zero_memory(r, L, k, v, x);
+            const float *in = x; /* the keys', values' and queries' rows: pre-norm, normed */
+            if (c->pre_norm) {
+                be->norm(r, r->h, x, &L[PF__SLOT_ATTN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), (size_t)n, d,
+                         (float)c->norm_eps, PF__NORM_LAYER);
+                in = r->h;
+            }
+            be->matmul(r, k + (size_t)(M + q0) * kv, in, &L[PF__SLOT_CROSS_K_WEIGHT], NULL, (size_t)n);
+            be->matmul(r, v + (size_t)(M + q0) * kv, in, &L[PF__SLOT_CROSS_V_WEIGHT], NULL, (size_t)n);
+            be->matmul(r, r->funnel_rel, r->funnel_sinusoid, &L[PF__SLOT_FUNNEL_R_KERNEL], NULL, rel_rows);
+            pf__rank_relative_block(r, L, x, in, k + (size_t)k_first * kv, v + (size_t)k_first * kv, keys.pad,
+                                    r->funnel_ints, &f);
+        }
+    }
+    if (pf__rank_failed(r)) return;
+    if (job->hidden) { /* pf_encode: the last layer's output (no final norm), or the classifier's score */
+        pf__tower t = pf__tower_of(r, 0);
+        pf__rank_decoder_encoding(r, job, &t);
+        return;
+    }
+    if (job->all_positions) {
+        pf__rank_txl_log_softmax(r, job, r->x, (size_t)s->batch * T);
+        return;
+    }
+    for (int b = 0; b < s->batch; b++) /* each row's last position */
+        be->copy(r, r->h + (size_t)b * d, r->x + ((size_t)b * T + T - 1) * d, d * sizeof(float));
+    pf__rank_txl_log_softmax(r, job, r->h, (size_t)s->batch);
 }
 
 /* A decoder step's positions in chunks of job->chunk_positions, one after another within the job
@@ -1396,6 +1605,7 @@ static void pf__rank_forward_chunks(pf__rank *r, const pf__job *job) {
         chunk.step.ids = ids;
         chunk.step.seq_len = (int)len;
         chunk.step.past = s->past + (int)first;
+        chunk.step.segment_before = s->segment_before + (int)first;
         if (job->all_positions) chunk.logits = job->logits + first * vocab; /* one row (pf__forward_in_chunks) */
         pf__rank_forward(r, &chunk);
     }
@@ -1443,6 +1653,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     }
     if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM && !job->hidden) {
         pf__rank_xlnet_generate(r, job);
+        return;
+    }
+    if (c->transfo_xl) {
+        pf__rank_transfo_xl(r, job);
         return;
     }
     if (c->funnel) {

@@ -363,10 +363,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     if (o->global_attention && !(pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ && m->config.local_attention))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: global_attention needs an encoder-decoder whose encoder "
                         "has Longformer's global attention (LED); model_type \"%s\" has none", m->config.model_type);
-    if (m->config.xlnet && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
-        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: XLNet generates one prompt, one sequence at a time "
-                        "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's", batch, o->num_beams,
-                        o->num_return_sequences);
+    if ((m->config.xlnet || m->config.transfo_xl) && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: %s generates one prompt, one sequence at a time "
+                        "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's",
+                        m->config.xlnet ? "XLNet" : "Transformer-XL", batch, o->num_beams, o->num_return_sequences);
     int vocab = m->config.vocab_size;
     /* Every count against its limit before its array is read: a count past the caller's array
        would read beyond it. */
@@ -595,6 +595,7 @@ static const pf__device_choice *pf__choose_on_devices(pf__generation_state *st) 
     const pf__backend *be = st->m->group->backend;
     st->device_tokens = NULL;
     memset(&st->device_candidates, 0, sizeof st->device_candidates);
+    if (st->m->config.transfo_xl) return NULL; /* its adaptive softmax's log-probabilities: rank 0's, on the host */
     if (be->argmax && st->argmax_tokens && pf__generation_argmax_only(st)) {
         st->device.tokens = st->argmax_tokens;
         st->device_tokens = st->argmax_tokens;

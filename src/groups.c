@@ -63,6 +63,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
     const char *family_ops = c->conv_kernel && (!backend->depthwise_conv || !backend->multiply || !backend->span_conv)
                                  ? "ConvBERT's span-based dynamic convolution"
                              : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
+                             : c->transfo_xl && !backend->funnel_bias ? "Transformer-XL's relative attention"
                              : c->ngram && !backend->ngram_attend ? "ProphetNet's n-gram self-attention"
                              : c->entity_vocab_size && !backend->gather_rows ? "LUKE's entity embeddings and attention"
                                                                              : NULL;

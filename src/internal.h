@@ -361,6 +361,32 @@ typedef enum {
     PF__SLOT_CLASSIFIER_DENSE_BIAS, /* [hidden] */
     PF__SLOT_TASK_TYPE_EMBED,       /* [task_type_vocab, hidden]: ERNIE's task embedding (row 0 added to every token) */
     PF__SLOT_MASK_EMBED,            /* [1, hidden]: XLNet's mask_emb, the query stream's input (generation) */
+    /* Transformer-XL's adaptive input and softmax (pf__config.txl_*): cluster i's table is
+       PF__SLOT_TOKEN_EMBED for i = 0, else PF__SLOT_TXL_EMBED_1 + i - 1; its width e_i = d_embed /
+       div_val^i, its rows the cluster's ids (all of the vocabulary with div_val 1). Whole on every rank. */
+    PF__SLOT_TXL_EMBED_1,           /* [ids of cluster 1, e_1] */
+    PF__SLOT_TXL_EMBED_2,
+    PF__SLOT_TXL_EMBED_3,
+    PF__SLOT_TXL_EMBED_PROJ_0,      /* [hidden, e_i]: cluster i's rows into the hidden width (absent: e_0 is it) */
+    PF__SLOT_TXL_EMBED_PROJ_1,
+    PF__SLOT_TXL_EMBED_PROJ_2,
+    PF__SLOT_TXL_EMBED_PROJ_3,
+    PF__SLOT_TXL_OUT_WEIGHT_0,      /* [rows of cluster i's table, e_i]: the softmax's (tied: the table, load.c) */
+    PF__SLOT_TXL_OUT_WEIGHT_1,
+    PF__SLOT_TXL_OUT_WEIGHT_2,
+    PF__SLOT_TXL_OUT_WEIGHT_3,
+    PF__SLOT_TXL_OUT_BIAS_0,        /* [rows of cluster i's table] */
+    PF__SLOT_TXL_OUT_BIAS_1,
+    PF__SLOT_TXL_OUT_BIAS_2,
+    PF__SLOT_TXL_OUT_BIAS_3,
+    PF__SLOT_TXL_OUT_PROJ_0,        /* [e_i, hidden]: the hidden state into cluster i's width (stored [hidden, e_i]) */
+    PF__SLOT_TXL_OUT_PROJ_1,
+    PF__SLOT_TXL_OUT_PROJ_2,
+    PF__SLOT_TXL_OUT_PROJ_3,
+    PF__SLOT_TXL_CLUSTER_WEIGHT,    /* [clusters - 1, e_0]: the head's logits of the tail clusters */
+    PF__SLOT_TXL_CLUSTER_BIAS,      /* [clusters - 1] */
+    PF__SLOT_TXL_R_W_BIAS,          /* [heads * head_dim]: untie_r false: every layer's r_w_bias (load.c), */
+    PF__SLOT_TXL_R_R_BIAS,          /* and r_r_bias */
     /* LayoutLM's 2-D positions: each token's box (x0, y0, x1, y1) adds rows x0 and x1 of the x table,
        y0 and y1 of the y table, y1 - y0 of the height table and x1 - x0 of the width table */
     PF__SLOT_X_POSITION_EMBED,      /* [max_2d_positions, hidden] */
@@ -742,6 +768,7 @@ typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLA
 #define PF__MAX_ROPE_FACTORS 512 /* LongRoPE's short and long factors: one per rotary frequency */
 #define PF__NEEDED PF_POLICY_NEEDED
 #define PF__FUNNEL_MAX_BLOCKS 8 /* Funnel's blocks (block_sizes' entries) a config may have */
+#define PF__TXL_MAX_CLUSTERS 4   /* Transformer-XL's adaptive clusters (cutoffs + 1) a config may have */
 
 typedef enum {
 #define PF_ARCH(id, ...) PF__ARCH_##id,
@@ -1129,6 +1156,17 @@ typedef struct pf__config {
        each step recomputes the last two tokens over the memory of the others, which keeps the last
        xlnet_mem_len rows (mem_len; 0: all); without, every token again */
     int xlnet_mems, xlnet_mem_len;
+    /* Transformer-XL (transfo_xl 1): a causal LM whose layers attend (rel_causal 1, rel_clamp_len) over
+       a memory: each forward call is a segment whose queries see its own earlier tokens and the
+       txl_mem_len positions before it (the first segment: txl_mem_len zero rows, transformers'
+       init_mems); txl_same_length: each token sees the txl_mem_len keys ending at itself instead.
+       The adaptive input and softmax: clusters of the vocabulary [txl_cutoff_ends[i],
+       txl_cutoff_ends[i + 1]) (txl_clusters of them, the head's first), cluster i's table and
+       projections d_embed / txl_div_val^i wide (txl_div_val 1: one table, cut by rows for the
+       softmax); txl_tie_projs[i]: the softmax's projection i is the input's (transformers' tie_projs) */
+    int transfo_xl, txl_mem_len, txl_same_length, txl_div_val, txl_clusters, txl_d_embed;
+    int txl_untie_r; /* 1: each layer's r_w_bias and r_r_bias; 0: the model's (PF__SLOT_TXL_R_*_BIAS) */
+    int txl_cutoff_ends[PF__TXL_MAX_CLUSTERS + 1], txl_tie_projs[PF__TXL_MAX_CLUSTERS];
     int summary_last;               /* 1: sequence classification and multiple choice pool each row's last
                                        token through the pooler's dense + tanh (XLNet's SequenceSummary,
                                        summary_type "last", summary_use_proj), then the classifier */
@@ -1240,6 +1278,7 @@ PF_PRIVATE pf_result pf__config_parse(const pf__json *json, const char *path, in
 
 /* ---- src/policy_registry.c ---- */
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols);
+PF_PRIVATE void pf__txl_cluster_shape(const pf__config *c, int i, size_t *rows, size_t *width);
 PF_PRIVATE int pf__slot_groups(const pf__config *c, pf__slot slot);
 
 /* ---- src/tokenizer_utf8.c ---- */
@@ -1756,6 +1795,8 @@ typedef struct pf__step {
     const int32_t *ids;     /* host, [batch][seq_len] */
     int batch, seq_len;
     int past;               /* tokens already in the KV cache of each sequence */
+    int segment_before;     /* a chunk of a longer step (pf__rank_forward_chunks): the step's positions
+                               before it, which Transformer-XL's segment began with; 0 otherwise */
     const float *inv_freq;  /* host, [pf__rope_floats]: rotary frequencies for this step (the global
                                table, then the local one where the model has it), or NULL */
     const int *pad;         /* host, [batch]: left pads of each sequence (masked keys; positions
@@ -1814,6 +1855,8 @@ typedef struct pf__funnel_shape {
        same segment's */
     int exact_segments;
     int causal;        /* 1: a key after the query gets -inf (XLNet's attn_type "uni") */
+    int window;        /* > 0: a key window or more positions before the query gets -inf too
+                          (Transformer-XL's same_length); 0: none */
     float scale;
 } pf__funnel_shape;
 
@@ -2054,8 +2097,9 @@ typedef struct pf__backend {
        + (q[n][h] + type_bias[h]) . seg[s][h]), where position p = first + (t - pad) * stride on
        each side, row = (p_i - p_j - f->rel_first) / f->k_stride, s = 1 when the types are equal or
        either is 2 (the class token's), else 0 (f->exact_segments: s = 0 when the types are equal,
-       else 1), cls = 0 where f->separate_cls and i or j is its row's first token, else 1; -inf
-       where f->causal and p_j > p_i. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
+       else 1; type_bias and seg NULL: no segment term), cls = 0 where f->separate_cls and i or j
+       is its row's first token, else 1; -inf where f->causal and p_j > p_i, or where f->window > 0
+       and p_i - p_j >= f->window. q, rel rows [heads * d] (rel: the rank's heads of the relative positions'
        projections); ints: q_pad [batch], k_pad [batch], q_types [batch][q_len], k_types
        [batch][k_len], in the backend's memory. */
     void (*funnel_bias)(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
@@ -2142,6 +2186,11 @@ struct pf__rank {
     /* XLNet's generation (pf__rank_xlnet_generate): each layer's keys and values of the memory and the
        step's tokens [layers][cache_len][kv_r] (one row), the query stream [max_batch][hidden] */
     float *xlnet_mem_k, *xlnet_mem_v, *xlnet_g;
+    /* Transformer-XL (pf__rank_transfo_xl): each row's memory, every layer's keys and values of its
+       txl_mem_len zero rows and its tokens [max_batch][layers][txl_mem_len + cache_len][kv_r]; the
+       adaptive input's rows of a cluster [max_tokens][d_embed]; the softmax's projected rows
+       [logit_rows][d_embed] and logits [logit_rows][vocab + clusters - 1], and the latter on the host */
+    float *txl_mem_k, *txl_mem_v, *txl_embed, *txl_proj, *txl_logits, *txl_logits_host;
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows

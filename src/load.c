@@ -247,6 +247,7 @@ static pf_result pf__resolve_lm_head(pf_model *m) {
     const pf__config *c = &m->config;
     pf__source *head = &m->sources[PF__SLOT_LM_HEAD];
     const pf__source *embed_src = &m->sources[PF__SLOT_TOKEN_EMBED];
+    if (c->transfo_xl) return PF_OK; /* its adaptive softmax: pf__transfo_xl_sources */
     int vocab_logits = c->head == PF_HEAD_CAUSAL_LM || c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC;
     if (!vocab_logits && (head->data || m->sources[PF__SLOT_LM_HEAD_BIAS].data))
         return PF__FAIL(m, PF_ERROR_FORMAT, "%s: the checkpoint has an LM head that config.json's architectures (%s) does "
@@ -477,6 +478,114 @@ static pf_result pf__check_stacked_ffns(pf_model *m) {
     return PF_OK;
 }
 
+/* Transformer-XL's tensors as its forward reads them (pf__rank_transfo_xl): each layer's qkv_net
+   as cross-attention's q, k and v (views of its three blocks of rows); the adaptive input's tables
+   and projections that the clusters need; TransfoXLLMHeadModel's adaptive softmax, its weights the
+   tables (tie_word_embeddings) and its projections the input's (tie_projs), a tied copy in the file
+   holding the same values. */
+static pf_result pf__transfo_xl_sources(pf_model *m) {
+    const pf__config *c = &m->config;
+    if (!c->transfo_xl) return PF_OK;
+    size_t q = (size_t)c->num_heads * c->head_dim, h = (size_t)c->hidden_size;
+    for (int l = 0; l < c->num_layers; l++) {
+        pf__source *layer = &m->sources[pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER];
+        pf__source fused = layer[PF__SLOT_QKV_FUSED_WEIGHT];
+        if (fused.pieces || fused.packed ||
+            (fused.dtype != PF__DTYPE_F32 && fused.dtype != PF__DTYPE_F16 && fused.dtype != PF__DTYPE_BF16))
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: layer %d's qkv_net is stored as %s, which Transformer-XL does "
+                            "not read (F32, F16 and BF16 it does)", m->dir, l, pf__dtype_name(fused.dtype));
+        static const pf__slot parts[3] = {PF__SLOT_CROSS_Q_WEIGHT, PF__SLOT_CROSS_K_WEIGHT, PF__SLOT_CROSS_V_WEIGHT};
+        for (int k = 0; k < 3; k++) {
+            pf__source *part = &layer[parts[k]];
+            *part = fused;
+            part->data = fused.data + (size_t)k * pf__weight_bytes(fused.dtype, q, h);
+            part->rows = q;
+            part->split = k ? PF__SPLIT_KV_COLUMNS : PF__SPLIT_HEAD_COLUMNS;
+        }
+        layer[PF__SLOT_QKV_FUSED_WEIGHT].data = NULL;
+        /* untie_r false: the model's r_w_bias and r_r_bias, which a file may hold each layer's copy of too */
+        static const pf__slot shared[2] = {PF__SLOT_TXL_R_W_BIAS, PF__SLOT_TXL_R_R_BIAS};
+        static const pf__slot own[2] = {PF__SLOT_CROSS_Q_BIAS, PF__SLOT_FUNNEL_R_R_BIAS};
+        for (int k = 0; k < 2; k++) {
+            const pf__source *model_bias = &m->sources[shared[k]];
+            pf__source *bias = &layer[own[k]];
+            const char *name = k ? "r_r_bias" : "r_w_bias";
+            if (c->txl_untie_r ? !bias->data : !model_bias->data)
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor %s%s (config.json's untie_r is %s)", m->dir,
+                                c->txl_untie_r ? "of layer " : "", name, c->txl_untie_r ? "true" : "false");
+            if (c->txl_untie_r) continue;
+            if (bias->data && (bias->dtype != model_bias->dtype ||
+                               memcmp(bias->data, model_bias->data, pf__weight_bytes(bias->dtype, q, 1))))
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d's %s differs from the model's, which untie_r false "
+                                "makes every layer's", m->dir, l, name);
+            *bias = *model_bias;
+            bias->split = PF__SPLIT_HEAD_COLUMNS;
+        }
+    }
+    if (c->txl_untie_r && (m->sources[PF__SLOT_TXL_R_W_BIAS].data || m->sources[PF__SLOT_TXL_R_R_BIAS].data))
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors r_w_bias and r_r_bias are in the checkpoint but config.json's "
+                        "untie_r true gives each layer its own", m->dir);
+    m->sources[PF__SLOT_TXL_R_W_BIAS].data = m->sources[PF__SLOT_TXL_R_R_BIAS].data = NULL;
+    int tables = c->txl_div_val == 1 ? 1 : c->txl_clusters, lm = c->head == PF_HEAD_CAUSAL_LM;
+    for (int i = 0; i < PF__TXL_MAX_CLUSTERS; i++) {
+        pf__slot table = i ? (pf__slot)(PF__SLOT_TXL_EMBED_1 + i - 1) : PF__SLOT_TOKEN_EMBED;
+        pf__source *embed = &m->sources[table], *proj = &m->sources[PF__SLOT_TXL_EMBED_PROJ_0 + i];
+        pf__source *out = &m->sources[PF__SLOT_TXL_OUT_WEIGHT_0 + i], *bias = &m->sources[PF__SLOT_TXL_OUT_BIAS_0 + i];
+        pf__source *out_proj = &m->sources[PF__SLOT_TXL_OUT_PROJ_0 + i];
+        /* transformers' AdaptiveEmbedding: one table (projected when d_embed is not d_model) or one
+           table and projection a cluster; its softmax a projection a cluster (none when one table
+           needs none) */
+        int has_table = i < tables, has_proj = c->txl_div_val == 1 ? i == 0 && c->txl_d_embed != c->hidden_size : has_table;
+        int has_out_proj = i < c->txl_clusters && (c->txl_div_val != 1 || c->txl_d_embed != c->hidden_size);
+        const char *missing = has_table && !embed->data ? "word_emb.emb_layers" : has_proj && !proj->data ? "word_emb.emb_projs"
+                              : lm && has_table && !bias->data ? "crit.out_layers' bias" : NULL;
+        if (missing)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor %s of cluster %d (cutoffs %d, div_val %d, d_embed %d, "
+                            "d_model %d)", m->dir, missing, i, c->txl_clusters - 1, c->txl_div_val, c->txl_d_embed,
+                            c->hidden_size);
+        const char *extra = !has_table && embed->data ? "word_emb.emb_layers" : !has_proj && proj->data ? "word_emb.emb_projs"
+                            : (!lm || !has_table) && (out->data || bias->data) ? "crit.out_layers"
+                            : (!lm || !has_out_proj) && out_proj->data ? "crit.out_projs" : NULL;
+        if (extra)
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor %s of cluster %d is in the checkpoint but config.json's "
+                            "architectures, cutoffs, div_val, d_embed and d_model make none", m->dir, extra, i);
+        if (!lm) continue;
+        /* tie_weights(): each table is its cluster's softmax weight; the projection tied with the
+           input's (one table: emb_projs.0) read as the softmax multiplies by it, [hidden, e_i] */
+        const pf__source *input_proj = &m->sources[PF__SLOT_TXL_EMBED_PROJ_0 + (c->txl_div_val == 1 ? 0 : i)];
+        struct { pf__source *dst; const pf__source *src; int tied; const char *name; } ties[2] = {
+            {out, embed, has_table && c->tie_word_embeddings, "crit.out_layers"},
+            {out_proj, input_proj, has_out_proj && c->txl_tie_projs[i], "crit.out_projs"}};
+        for (int k = 0; k < 2; k++) {
+            if (!ties[k].tied) {
+                if ((k ? has_out_proj : has_table) && !ties[k].dst->data)
+                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor %s of cluster %d (config.json ties it to "
+                                    "nothing)", m->dir, ties[k].name, i);
+                continue;
+            }
+            const pf__source *src = ties[k].src;
+            if (ties[k].dst->data && (ties[k].dst->dtype != src->dtype ||
+                                      memcmp(ties[k].dst->data, src->data, pf__weight_bytes(src->dtype, src->rows, src->cols))))
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: %s of cluster %d differs from the input's tensor config.json "
+                                "ties it to", m->dir, ties[k].name, i);
+            size_t rows = ties[k].dst->rows, cols = ties[k].dst->cols;
+            pf__slot_shape(c, (pf__slot)(k ? PF__SLOT_TXL_OUT_PROJ_0 + i : PF__SLOT_TXL_OUT_WEIGHT_0 + i), &rows, &cols);
+            *ties[k].dst = *src;
+            ties[k].dst->rows = rows; /* the projection: the same values, [e_i, hidden] as stored [hidden, e_i] */
+            ties[k].dst->cols = cols;
+            if (k) ties[k].dst->layout = PF__LAYOUT_IN_OUT;
+        }
+    }
+    int clusters_needed = lm && c->txl_clusters > 1;
+    if (!clusters_needed != !m->sources[PF__SLOT_TXL_CLUSTER_WEIGHT].data ||
+        !clusters_needed != !m->sources[PF__SLOT_TXL_CLUSTER_BIAS].data)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: crit.cluster_weight and crit.cluster_bias are %s, but %s", m->dir,
+                        clusters_needed ? "missing" : "in the checkpoint",
+                        clusters_needed ? "the adaptive softmax has tail clusters" : "nothing reads them");
+    (void)h;
+    return PF_OK;
+}
+
 /* Each layer's stacked biases line up with its stacked weights, and it has an attention projection. */
 static pf_result pf__check_stacks(pf_model *m) {
     const pf__config *c = &m->config;
@@ -550,6 +659,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
     if ((r = pf__split_conv_output(m))) return r;
     if ((r = pf__check_stacks(m)) || (r = pf__load_router_choice_bias(m)) || (r = pf__check_entity_tensors(m))) return r;
+    if ((r = pf__transfo_xl_sources(m))) return r;
     if (c->speech && (r = pf__speech_load(m, prefix))) return r;
     if (c->conv_subsampler && (r = pf__subsampler_load(m, prefix))) return r;
     if (c->mel_frontend && (r = pf__mel_load(m, prefix))) return r;

@@ -46,7 +46,7 @@ enum { PF__TAG_DATA = 1, PF__TAG_END = 2, PF__TAG_CALL = 3, PF__TAG_OUTPUTS = 4,
    writes its ranks' share of them into room of its own. */
 typedef struct pf__mpi_call {
     int kind; /* pf__job_kind; PF__JOB_QUIT: process 0's group ended */
-    int batch, seq_len, past, cross_len;
+    int batch, seq_len, past, cross_len, segment_before;
     int all_positions, encoder_pass, reorder_count, reorder_cross;
     int chunk_positions;
     int check_device_choices; /* test builds: process 0's pf_testing_check_device_choices */
@@ -851,6 +851,7 @@ static pf_result pf__mpi_send_call(pf__group *g, pf__job_kind kind, const pf__jo
 #endif
     if (job) {
         c.batch = job->step.batch, c.seq_len = job->step.seq_len, c.past = job->step.past, c.cross_len = job->step.cross_len;
+        c.segment_before = job->step.segment_before;
         c.all_positions = job->all_positions, c.encoder_pass = job->encoder_pass;
         c.reorder_count = job->reorder_count, c.reorder_cross = job->reorder_cross;
         c.candidates_per_row = job->candidates_per_row;
@@ -990,6 +991,7 @@ PF_PRIVATE pf_result pf__mpi_next_call(pf__group *const *groups, int n, unsigned
         memset(job, 0, sizeof *job);
         job->kind = (pf__job_kind)c.kind;
         job->step.batch = c.batch, job->step.seq_len = c.seq_len, job->step.past = c.past, job->step.cross_len = c.cross_len;
+        job->step.segment_before = c.segment_before;
         job->all_positions = c.all_positions, job->encoder_pass = c.encoder_pass;
         job->reorder_count = c.reorder_count, job->reorder_cross = c.reorder_cross;
         job->candidates_per_row = (size_t)c.candidates_per_row;

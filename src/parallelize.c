@@ -84,6 +84,9 @@ PF_PRIVATE pf_result pf__parallelize_locked(pf_model *m, int num_ranks, const pf
     if (o.pipeline_stages > 1 && !o.across_processes)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pipeline_stages %d splits the layers over processes: it needs "
                         "across_processes", o.pipeline_stages);
+    if (o.pipeline_stages > 1 && c->transfo_xl)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pipeline_stages: Transformer-XL's layers run as one (its memory and "
+                        "segments): it runs tensor parallel across processes");
     if (o.pipeline_stages > 1 && (pf__archs[c->arch].kind != PF__KIND_DECODER || m->towers[0]))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "pipeline_stages: model_type \"%s\" is not a decoder (stages split a "
                         "decoder's layers; encoders and encoder-decoders run tensor parallel across processes)",

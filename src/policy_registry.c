@@ -98,6 +98,14 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, DISCRIMINATOR_OUT_BIAS) PF__NAME(PF__SLOT_, NEXT_SENTENCE_WEIGHT)
         PF__NAME(PF__SLOT_, NEXT_SENTENCE_BIAS) PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_WEIGHT)
         PF__NAME(PF__SLOT_, CLASSIFIER_DENSE_BIAS) PF__NAME(PF__SLOT_, TASK_TYPE_EMBED) PF__NAME(PF__SLOT_, MASK_EMBED)
+        PF__NAME(PF__SLOT_, TXL_EMBED_1) PF__NAME(PF__SLOT_, TXL_EMBED_2) PF__NAME(PF__SLOT_, TXL_EMBED_3)
+        PF__NAME(PF__SLOT_, TXL_EMBED_PROJ_0) PF__NAME(PF__SLOT_, TXL_EMBED_PROJ_1) PF__NAME(PF__SLOT_, TXL_EMBED_PROJ_2)
+        PF__NAME(PF__SLOT_, TXL_EMBED_PROJ_3) PF__NAME(PF__SLOT_, TXL_OUT_WEIGHT_0) PF__NAME(PF__SLOT_, TXL_OUT_WEIGHT_1)
+        PF__NAME(PF__SLOT_, TXL_OUT_WEIGHT_2) PF__NAME(PF__SLOT_, TXL_OUT_WEIGHT_3) PF__NAME(PF__SLOT_, TXL_OUT_BIAS_0)
+        PF__NAME(PF__SLOT_, TXL_OUT_BIAS_1) PF__NAME(PF__SLOT_, TXL_OUT_BIAS_2) PF__NAME(PF__SLOT_, TXL_OUT_BIAS_3)
+        PF__NAME(PF__SLOT_, TXL_OUT_PROJ_0) PF__NAME(PF__SLOT_, TXL_OUT_PROJ_1) PF__NAME(PF__SLOT_, TXL_OUT_PROJ_2)
+        PF__NAME(PF__SLOT_, TXL_OUT_PROJ_3) PF__NAME(PF__SLOT_, TXL_CLUSTER_WEIGHT) PF__NAME(PF__SLOT_, TXL_CLUSTER_BIAS)
+        PF__NAME(PF__SLOT_, TXL_R_W_BIAS) PF__NAME(PF__SLOT_, TXL_R_R_BIAS)
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
@@ -1200,6 +1208,19 @@ pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capa
 }
 #endif
 
+/* Transformer-XL's adaptive cluster i: its table's rows (the cluster's ids; with div_val 1 the one
+   table of the whole vocabulary, cluster 0's, the others none) and its width (d_embed /
+   div_val^i); 0, 0 past the clusters. */
+PF_PRIVATE void pf__txl_cluster_shape(const pf__config *c, int i, size_t *rows, size_t *width) {
+    *rows = *width = 0;
+    if (i >= c->txl_clusters) return;
+    size_t divisor = 1;
+    for (int k = 0; k < i; k++) divisor *= (size_t)c->txl_div_val;
+    *width = (size_t)c->txl_d_embed / divisor;
+    if (c->txl_div_val != 1) *rows = (size_t)(c->txl_cutoff_ends[i + 1] - c->txl_cutoff_ends[i]);
+    else if (i == 0) *rows = (size_t)c->vocab_size;
+}
+
 /* Logical [rows (out), cols (in)] of a slot; cols 1 for vectors. */
 PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows, size_t *cols) {
     size_t h = (size_t)c->hidden_size, in = (size_t)c->intermediate_size, e = (size_t)c->embed_dim;
@@ -1221,7 +1242,35 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_FFN1_UP_BIAS: case PF__SLOT_FFN2_UP_BIAS: case PF__SLOT_FFN3_UP_BIAS: *rows = in; break;
     case PF__SLOT_FFN1_DOWN_WEIGHT: case PF__SLOT_FFN2_DOWN_WEIGHT: case PF__SLOT_FFN3_DOWN_WEIGHT: *rows = inner; *cols = in; break;
     case PF__SLOT_LM_HEAD_EXTRA: *rows = h > e ? h - e : 0; *cols = (size_t)c->vocab_size; break;
-    case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
+    case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD:
+        *rows = (size_t)c->vocab_size;
+        *cols = e;
+        if (c->transfo_xl && slot == PF__SLOT_TOKEN_EMBED) pf__txl_cluster_shape(c, 0, rows, cols);
+        break;
+    case PF__SLOT_TXL_EMBED_1: case PF__SLOT_TXL_EMBED_2: case PF__SLOT_TXL_EMBED_3:
+        pf__txl_cluster_shape(c, 1 + (int)(slot - PF__SLOT_TXL_EMBED_1), rows, cols);
+        break;
+    case PF__SLOT_TXL_OUT_WEIGHT_0: case PF__SLOT_TXL_OUT_WEIGHT_1: case PF__SLOT_TXL_OUT_WEIGHT_2: case PF__SLOT_TXL_OUT_WEIGHT_3:
+        pf__txl_cluster_shape(c, (int)(slot - PF__SLOT_TXL_OUT_WEIGHT_0), rows, cols);
+        break;
+    case PF__SLOT_TXL_OUT_BIAS_0: case PF__SLOT_TXL_OUT_BIAS_1: case PF__SLOT_TXL_OUT_BIAS_2: case PF__SLOT_TXL_OUT_BIAS_3:
+        pf__txl_cluster_shape(c, (int)(slot - PF__SLOT_TXL_OUT_BIAS_0), rows, cols);
+        *cols = 1;
+        break;
+    case PF__SLOT_TXL_EMBED_PROJ_0: case PF__SLOT_TXL_EMBED_PROJ_1: case PF__SLOT_TXL_EMBED_PROJ_2: case PF__SLOT_TXL_EMBED_PROJ_3:
+        pf__txl_cluster_shape(c, (int)(slot - PF__SLOT_TXL_EMBED_PROJ_0), rows, cols); /* its width in */
+        *rows = h;
+        break;
+    case PF__SLOT_TXL_OUT_PROJ_0: case PF__SLOT_TXL_OUT_PROJ_1: case PF__SLOT_TXL_OUT_PROJ_2: case PF__SLOT_TXL_OUT_PROJ_3:
+        pf__txl_cluster_shape(c, (int)(slot - PF__SLOT_TXL_OUT_PROJ_0), cols, rows); /* the hidden state into its width */
+        *cols = h; /* (the table's rows went to cols first) */
+        break;
+    case PF__SLOT_TXL_CLUSTER_WEIGHT:
+        *rows = c->txl_clusters > 1 ? (size_t)c->txl_clusters - 1 : 0;
+        *cols = (size_t)c->txl_d_embed;
+        break;
+    case PF__SLOT_TXL_CLUSTER_BIAS: *rows = c->txl_clusters > 1 ? (size_t)c->txl_clusters - 1 : 0; break;
+    case PF__SLOT_TXL_R_W_BIAS: case PF__SLOT_TXL_R_R_BIAS: *rows = q; break;
     case PF__SLOT_ENC_TOKEN_EMBED: *rows = (size_t)(c->src_vocab_size ? c->src_vocab_size : c->vocab_size); *cols = e; break;
     case PF__SLOT_PATCH_WEIGHT: *rows = h; *cols = (size_t)c->num_channels * c->patch_size * c->patch_size; break;
     case PF__SLOT_CLS_TOKEN: case PF__SLOT_DIST_TOKEN: *rows = 1; *cols = h; break;

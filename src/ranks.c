@@ -156,6 +156,7 @@ PF_PRIVATE pf_result pf__forward_in_chunks(pf_model *m, const pf__job *job) {
         chunk.step.ids = ids;
         chunk.step.seq_len = len;
         chunk.step.past = s->past + first;
+        chunk.step.segment_before = s->segment_before + first; /* Transformer-XL: one segment still */
         if (logits) chunk.logits = logits;
         r = pf__group_run(m->group, PF__JOB_FORWARD, &chunk);
         for (int b = 0; !r && logits && b < s->batch; b++) /* [batch][len] rows into [batch][seq_len] */

@@ -882,6 +882,30 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->ngram_x = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
         r->ngram_rel = (float *)pf__rank_alloc(r, T * (size_t)c->rel_buckets * (size_t)c->num_heads * sizeof(float));
     }
+    if (c->transfo_xl) { /* Transformer-XL (pf__rank_transfo_xl): the rows' memories, the relative terms, the
+                            adaptive input and softmax */
+        size_t keys = (size_t)c->txl_mem_len + (size_t)g->cache_len, B = (size_t)g->max_batch;
+        size_t rel_rows = T + keys, e = (size_t)c->txl_d_embed, logits = (size_t)c->vocab_size + (size_t)c->txl_clusters - 1;
+        r->txl_mem_k = (float *)pf__rank_alloc(r, B * (size_t)c->num_layers * keys * kv_width * sizeof(float));
+        r->txl_mem_v = (float *)pf__rank_alloc(r, B * (size_t)c->num_layers * keys * kv_width * sizeof(float));
+        r->funnel_bias = (float *)pf__rank_alloc(r, T * (size_t)r->share.heads * keys * sizeof(float));
+        r->funnel_sinusoid = (float *)pf__rank_alloc(r, rel_rows * hidden * sizeof(float));
+        r->funnel_rel = (float *)pf__rank_alloc(r, rel_rows * q_width * sizeof(float));
+        r->funnel_ints = (int32_t *)pf__rank_alloc(r, (2 + T + keys) * sizeof(int32_t));
+        r->txl_embed = (float *)pf__rank_alloc(r, T * e * sizeof(float));
+        r->txl_proj = (float *)pf__rank_alloc(r, g->logit_rows * e * sizeof(float));
+        r->txl_logits = (float *)pf__rank_alloc(r, g->logit_rows * logits * sizeof(float));
+        if (!r->counting && !r->funnel_pads) { /* host memory: once, not in the counting pass */
+            r->funnel_pads = (int *)calloc(2, sizeof(int));
+            r->funnel_types = (int32_t *)calloc(T + keys, sizeof(int32_t));
+            r->funnel_host_ints = (int32_t *)malloc((2 + T + keys) * sizeof(int32_t));
+            r->funnel_sinusoid_host = (float *)malloc(rel_rows * hidden * sizeof(float));
+            r->txl_logits_host = (float *)malloc(g->logit_rows * logits * sizeof(float));
+            if (!r->funnel_pads || !r->funnel_types || !r->funnel_host_ints || !r->funnel_sinusoid_host ||
+                !r->txl_logits_host)
+                pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+        }
+    }
     if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM) { /* XLNet's generation: the memory, the query stream */
         size_t rows = (size_t)c->num_layers * (size_t)g->cache_len;
         r->xlnet_mem_k = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));

@@ -271,7 +271,7 @@ TAPED(span_conv, SPAN_CONV_ARGS, 0)
     X(int, pos_dtype) X(const void *, type_bias) X(int, type_dtype) X(const void *, seg) X(int, seg_dtype) \
     X(const int32_t *, ints) X(int, batch) X(int, q_len) X(int, k_len) X(int, heads) X(int, hd) X(int, q_first) \
     X(int, q_stride) X(int, k_first) X(int, k_stride) X(int, rel_first) X(int, separate_cls) \
-    X(int, exact_segments) X(int, causal) X(float, scale)
+    X(int, exact_segments) X(int, causal) X(int, window) X(float, scale)
 TAPED(funnel_bias, FUNNEL_BIAS_ARGS, 0)
 #define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
     X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
@@ -916,7 +916,7 @@ static int funnel_bias_live(pf_cuda_rank *st, float *out, const float *q, const 
                             int pos_dtype, const void *type_bias, int type_dtype, const void *seg, int seg_dtype,
                             const int32_t *ints, int batch, int q_len, int k_len, int heads, int hd, int q_first,
                             int q_stride, int k_first, int k_stride, int rel_first, int separate_cls, int exact_segments,
-                            int causal, float scale) {
+                            int causal, int window, float scale) {
     (void)st;
     size_t total = (size_t)batch * q_len * heads * k_len, width = (size_t)heads * hd;
     if (!total) return 0;
@@ -924,8 +924,10 @@ static int funnel_bias_live(pf_cuda_rank *st, float *out, const float *q, const 
     NEED(q, (size_t)batch * q_len * width * 4);
     NEED(ints, (2 * (size_t)batch + (size_t)batch * (q_len + k_len)) * 4);
     NEED(pos_bias, width * dsize(pos_dtype));
-    NEED(type_bias, width * dsize(type_dtype));
-    NEED(seg, 2 * width * dsize(seg_dtype));
+    if (seg) { /* NULL: no segment term (Transformer-XL) */
+        NEED(type_bias, width * dsize(type_dtype));
+        NEED(seg, 2 * width * dsize(seg_dtype));
+    }
     const int32_t *q_pad = ints, *k_pad = ints + batch, *q_types = ints + 2 * batch, *k_types = q_types + (size_t)batch * q_len;
     size_t rel_rows = (size_t)(((q_len - 1) * q_stride + (k_len - 1) * k_stride) / k_stride + 1);
     NEED(rel, rel_rows * width * 4);
@@ -935,7 +937,7 @@ static int funnel_bias_live(pf_cuda_rank *st, float *out, const float *q, const 
         int b = (int)(n / (size_t)q_len), qi = (int)(n % (size_t)q_len) - q_pad[b], kj = j - k_pad[b];
         float value = 0.0f;
         int distance = q_first + qi * q_stride - k_first - kj * k_stride;
-        if (qi >= 0 && kj >= 0 && causal && distance < 0) {
+        if (qi >= 0 && kj >= 0 && ((causal && distance < 0) || (window > 0 && distance >= window))) {
             value = -INFINITY;
         } else if (qi >= 0 && kj >= 0 && !(separate_cls && (qi == 0 || kj == 0))) {
             const float *qh = q + n * width + (size_t)h * hd;
@@ -945,10 +947,10 @@ static int funnel_bias_live(pf_cuda_rank *st, float *out, const float *q, const 
             int seg_row = exact_segments ? !same : same;
             float position = 0.0f, segment = 0.0f;
             for (int i = 0; i < hd; i++) position += (qh[i] + ld(pos_bias, pos_dtype, (size_t)h * hd + i)) * row[i];
-            for (int i = 0; i < hd; i++)
+            for (int i = 0; seg && i < hd; i++)
                 segment += (qh[i] + ld(type_bias, type_dtype, (size_t)h * hd + i)) *
                            ld(seg, seg_dtype, (size_t)seg_row * width + (size_t)h * hd + i);
-            value = scale * (position + segment);
+            value = scale * (seg ? position + segment : position);
         }
         out[e] = value;
     }

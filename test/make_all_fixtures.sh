@@ -25,7 +25,8 @@
 # where a release changed save_pretrained). No step needs transformers 4: the layouts of
 # transformers 4 checkpoints are written by hand where a test needs them (xlm-prophetnet-s2s, whose
 # family transformers 5 dropped, is made by `test/make_prophetnet_fixtures.py xlm` with transformers
-# 4.57 in /work/venv-tf4, outside these steps).
+# 4.57 in /work/venv-tf4, outside these steps; so are Transformer-XL's transfo-xl* fixtures, by
+# `/work/venv-tf4/bin/python test/make_transfo_xl_fixtures.py`).
 #
 # Floating point: torch's sums depend on the processor's vector instructions, so the float32
 # references (reference_logits.bin, hidden.bin, ...) come out the same to the bit only on the

@@ -659,6 +659,37 @@ static void test_big_bird_refusals(void) {
     }
 }
 
+/* Transformer-XL: the values whose math we do not compute refused by name, and checkpoints whose
+   tensors disagree with the config (the shared relative biases, a tied projection's copy). */
+static void test_transfo_xl_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+        {"transfo-xl", "\"attn_type\": 0", "\"attn_type\": 1", "\"attn_type\"", PF_ERROR_UNSUPPORTED},
+        {"transfo-xl-lm", "\"sample_softmax\": -1", "\"sample_softmax\": 8", "\"sample_softmax\" above 0",
+         PF_ERROR_UNSUPPORTED},
+        {"transfo-xl", "\"mem_len\": 5", "\"mem_len\": 0", "\"same_length\" with \"mem_len\" 0 is not supported",
+         PF_ERROR_UNSUPPORTED},
+        {"transfo-xl", "\"mem_len\": 5", "\"mem_len\": null", "\"mem_len\" is null", PF_ERROR_FORMAT},
+        {"transfo-xl", "\"cutoffs\": [", "\"cutoffs\": [10, 20, 30, ", "\"cutoffs\" of 5 entries is not supported",
+         PF_ERROR_UNSUPPORTED},
+        {"transfo-xl", "\"cutoffs\": [", "\"cutoffs\": [100, ", "\"cutoffs\" are not increasing ids", PF_ERROR_FORMAT},
+        {"transfo-xl", "\"untie_r\": true", "\"untie_r\": false", "missing tensor r_w_bias (config.json's untie_r is "
+         "false)", PF_ERROR_FORMAT},
+        {"transfo-xl-lm-div", "\"untie_r\": false", "\"untie_r\": true", "r_w_bias and r_r_bias are in the checkpoint",
+         PF_ERROR_FORMAT},
+        {"transfo-xl-lm-div", "\"tie_projs\": [\n    false,", "\"tie_projs\": [\n    true,",
+         "crit.out_projs of cluster 0 differs from the input's tensor", PF_ERROR_FORMAT},
+        {"transfo-xl-lm", "\"TransfoXLLMHeadModel\"", "\"TransfoXLForTokenClassification\"",
+         "architecture \"TransfoXLForTokenClassification\" is not supported", PF_ERROR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        char what[200];
+        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
+        expect_load(what, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
 /* XLNet: the keys whose other values we do not compute refused by name, and the classes we do
    not run (the LM head's two-stream generation, the beam-search question answering). */
 static void test_xlnet_refusals(void) {
@@ -1691,6 +1722,7 @@ void test_config(void) {
     test_funnel_refusals();
     test_big_bird_refusals();
     test_xlnet_refusals();
+    test_transfo_xl_refusals();
     test_xlm_refusals();
     test_layoutlm_refusals();
     test_visual_bert_refusals();

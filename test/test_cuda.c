@@ -1517,8 +1517,8 @@ static void test_encoder(const char *name) {
     int xlm = (!strncmp(name, "xlm", 3) && strncmp(name, "xlm-roberta", 11)) || !strncmp(name, "flaubert", 8);
     int uneven = !strncmp(name, "convbert", 8) || !strncmp(name, "visual-bert", 11) || !strncmp(name, "funnel", 6) ||
                  !strncmp(name, "luke", 4) || !strncmp(name, "big-bird", 8) || !strncmp(name, "xlnet", 5) ||
-                 !strncmp(name, "tapas", 5) ||
-                 xlm; /* 4 heads: 2, 1, 1 */
+                 !strncmp(name, "tapas", 5) || !strncmp(name, "transfo-xl", 10) ||
+                 xlm; /* 4 heads: 2, 1, 1 (Transformer-XL's 3: 2, 1 and 1, 1, 1) */
     int most_ranks = uneven ? 3 : 2;
     for (int ranks = 1; r == PF_OK && ranks <= most_ranks; ranks++) {
         pf_encoding *got = NULL;
@@ -1657,9 +1657,10 @@ static void test_speech_encoder(const char *name) {
 
 /* CLIP's text tower and image-text logits (make_clip_fixtures.py) on the GPU in fp32, 1 and 2
    ranks, against the CPU backend's (its vision tower: test_image_encoder). */
-/* XLNetLMHeadModel's greedy generation (the query stream over each layer's memory) on the GPU in
-   fp32, 1 to 3 ranks (4 heads: 2, 1, 1): transformers' tokens, as the CPU gives them. */
-static void test_xlnet_generation(const char *name) {
+/* The greedy generation of a model with a memory (XLNetLMHeadModel's query stream over each
+   layer's memory; Transformer-XL's segments over theirs) on the GPU in fp32, 1 to 3 ranks (uneven
+   heads): transformers' tokens, as the CPU gives them. */
+static void test_memory_generation(const char *name) {
     char dir[1024];
     test_reference ref;
     snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
@@ -2406,7 +2407,13 @@ int main(int argc, char **argv) {
                 }
                 if (!strncmp(argv[i], "xlnet-lm", 8)) { /* generation alone: no logits to compare */
                     printf("%s\n", argv[i]);
-                    test_xlnet_generation(argv[i]);
+                    test_memory_generation(argv[i]);
+                    continue;
+                }
+                if (!strncmp(argv[i], "transfo-xl-lm", 13)) { /* its hidden states, then its generation */
+                    printf("%s\n", argv[i]);
+                    test_encoder(argv[i]);
+                    test_memory_generation(argv[i]);
                     continue;
                 }
                 printf("%s\n", argv[i]);
@@ -2429,10 +2436,11 @@ int main(int argc, char **argv) {
             run_fixtures("pixels.bin", "image", test_image_encoder);
             printf("clip\n");
             test_clip();
-            static const char *const xlnet_lm[] = {"xlnet-lm", "xlnet-lm-allmem", "xlnet-lm-nomem"};
-            for (int k = 0; k < 3; k++) {
-                printf("%s\n", xlnet_lm[k]);
-                test_xlnet_generation(xlnet_lm[k]);
+            static const char *const memory_lm[] = {"xlnet-lm", "xlnet-lm-allmem", "xlnet-lm-nomem", "transfo-xl-lm",
+                                                    "transfo-xl-lm-div", "transfo-xl-lm-proj"};
+            for (size_t k = 0; k < sizeof memory_lm / sizeof memory_lm[0]; k++) {
+                printf("%s\n", memory_lm[k]);
+                test_memory_generation(memory_lm[k]);
             }
             run_fixtures("samples.bin", "speech", test_speech_encoder);
             run_fixtures("decoder_logits.bin", "encoder-decoder", test_seq2seq_fixture);

@@ -1673,6 +1673,85 @@ static void test_xlnet_generation(const char *name) {
     pf_free(m);
 }
 
+/* TransfoXLLMHeadModel (make_transfo_xl_fixtures.py, transformers 4.57): each row's hidden states
+   (pf_encode) and the adaptive softmax's log-probabilities of every position (pf_forward, each row
+   alone, as transformers' prediction_scores) within 1e-4, and transformers' greedy tokens of
+   generate() carrying the memory from step to step; on 1, 2 and 3 ranks (3 heads: 2, 1 on two), in
+   chunks of 2 positions (the prompt one segment still), and after pf_to_cpu. Beams refused. */
+static void test_transfo_xl_lm(const char *name) {
+    char dir[1024], path[1100];
+    test_reference gen;
+    test_encoder_reference ref;
+    snprintf(dir, sizeof dir, "%s/%s", test_fixtures, name);
+    pf_model *m = NULL;
+    if (test_read_reference(dir, &gen) || test_read_encoder_reference(dir, &ref) || pf_load(dir, NULL, &m) != PF_OK) {
+        CHECK_MSG(0, "loading %s: %s", dir, m ? pf_error_message(m) : "no reference.txt");
+        pf_free(m);
+        return;
+    }
+    pf_model_info info = pf_get_info(m);
+    CHECK(info.head == PF_HEAD_CAUSAL_LM && !info.is_encoder);
+    size_t vocab = (size_t)info.vocab_size, d = (size_t)info.hidden_size, tokens = 0, n_hidden = 0, n_logits = 0;
+    for (int b = 0; b < ref.rows; b++) tokens += (size_t)ref.lengths[b];
+    snprintf(path, sizeof path, "%s/hidden.bin", dir);
+    float *want_hidden = test_read_floats(path, &n_hidden);
+    snprintf(path, sizeof path, "%s/logits.bin", dir);
+    float *want_logits = test_read_floats(path, &n_logits), *logits = (float *)malloc(tokens * vocab * sizeof(float));
+    CHECK_MSG(want_hidden && n_hidden == tokens * d && want_logits && n_logits == tokens * vocab && logits,
+              "%s: hidden.bin and logits.bin hold %zu and %zu floats", name, n_hidden, n_logits);
+    int32_t prompt[TEST_MAX_IDS], out[TEST_MAX_IDS];
+    for (int i = 0; i < gen.num_prompt_ids; i++) prompt[i] = gen.prompt_ids[i];
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = gen.max_new_tokens;
+    for (int run = 0; run < 5 && want_hidden && want_logits && logits; run++) { /* 1-3 ranks, chunks, pf_to_cpu */
+        int ranks = run < 3 ? run + 1 : 2;
+        pf_result r;
+        if (run < 4) {
+            pf_parallel_options po = pf_parallel_options_init();
+            po.device = PF_DEVICE_CPU;
+            po.max_batch = ref.rows;
+            if (run == 3) po.prefill_chunk = 2 * ref.rows;
+            r = pf_parallelize(m, ranks, &po);
+        } else {
+            r = pf_to_cpu(m);
+        }
+        char what[160];
+        snprintf(what, sizeof what, "%s, %s", name, run == 4 ? "after pf_to_cpu" : run == 3 ? "2 ranks, chunks of 2" : "");
+        if (run < 3) snprintf(what, sizeof what, "%s on %d ranks", name, ranks);
+        const int32_t *ids[TEST_ENCODER_ROWS];
+        for (int b = 0; b < ref.rows; b++) ids[b] = ref.ids[b];
+        pf_encoding *e = NULL;
+        if (r == PF_OK) r = pf_encode(m, ids, NULL, ref.lengths, ref.rows, &e);
+        CHECK_MSG(r == PF_OK, "%s: pf_encode: %s", what, pf_error_message(m));
+        if (r == PF_OK) {
+            float diff = test_max_abs_diff(e->last_hidden_state, want_hidden, tokens * d);
+            CHECK_MSG(diff <= TOLERANCE, "%s: hidden states differ from transformers by %g", what, diff);
+        }
+        pf_encoding_free(e);
+        size_t at = 0;
+        for (int b = 0; r == PF_OK && b < ref.rows; at += (size_t)ref.lengths[b++]) {
+            r = pf_forward(m, ref.ids[b], 1, ref.lengths[b], logits + at * vocab);
+            CHECK_MSG(r == PF_OK, "%s: pf_forward row %d: %s", what, b, pf_error_message(m));
+        }
+        if (r == PF_OK) {
+            float diff = test_max_abs_diff(logits, want_logits, tokens * vocab);
+            CHECK_MSG(diff <= TOLERANCE, "%s: log-probabilities differ from transformers by %g", what, diff);
+        }
+        int n = 0;
+        if (r == PF_OK) r = pf_generate(m, prompt, gen.num_prompt_ids, &o, out, TEST_MAX_IDS, &n);
+        CHECK_MSG(r == PF_OK, "%s: pf_generate: %s", what, pf_error_message(m));
+        int same = r == PF_OK && n == gen.num_greedy_ids;
+        for (int i = 0; same && i < n; i++) same = out[i] == gen.greedy_ids[i];
+        CHECK_MSG(same, "%s: %d tokens, not transformers' %d greedy ones", what, n, gen.num_greedy_ids);
+    }
+    o.num_beams = 2;
+    int n = 0;
+    CHECK(pf_generate(m, prompt, gen.num_prompt_ids, &o, out, TEST_MAX_IDS, &n) == PF_ERROR_UNSUPPORTED);
+    CHECK(strstr(pf_error_message(m), "Transformer-XL generates one prompt, one sequence at a time") != NULL);
+    free(want_hidden), free(want_logits), free(logits);
+    pf_free(m);
+}
+
 void test_encoders(void) {
     test_audio_fixture("wav2vec2-ctc");
     test_audio_fixture("xlsr-ctc");
@@ -1844,6 +1923,12 @@ void test_encoders(void) {
     test_xlnet_generation("xlnet-lm");
     test_xlnet_generation("xlnet-lm-allmem");
     test_xlnet_generation("xlnet-lm-nomem");
+    test_encoder_fixture_of("transfo-xl", PF_HEAD_NONE, 0, 0, DECODER);
+    test_encoder_fixture_of("transfo-xl-pre", PF_HEAD_NONE, 0, 0, DECODER);
+    test_encoder_fixture_of("transfo-xl-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, DECODER);
+    test_transfo_xl_lm("transfo-xl-lm");
+    test_transfo_xl_lm("transfo-xl-lm-div");
+    test_transfo_xl_lm("transfo-xl-lm-proj");
     test_encoder_fixture("xlm", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-lang", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("xlm-mlm", PF_HEAD_MASKED_LM, 120, 1);
