@@ -442,6 +442,20 @@ typedef enum {
     PF__SLOT_VISUAL_PROJECTION_BIAS,   /* [hidden] */
     PF__SLOT_VISUAL_TOKEN_TYPE_EMBED,  /* [type_vocab_size, hidden] */
     PF__SLOT_VISUAL_POSITION_EMBED,    /* [max_positions, hidden] */
+    /* LXMERT's regions (pf__config.two_streams): (norm(features x visual_projection^T + b) + norm(box
+       x box_projection^T + b)) / 2, the halves folded into both norms at load */
+    PF__SLOT_VISUAL_NORM_WEIGHT,       /* [hidden] */
+    PF__SLOT_VISUAL_NORM_BIAS,         /* [hidden] */
+    PF__SLOT_BOX_PROJECTION_WEIGHT,    /* [hidden, visual_pos_dim] */
+    PF__SLOT_BOX_PROJECTION_BIAS,      /* [hidden] */
+    PF__SLOT_BOX_NORM_WEIGHT,          /* [hidden] */
+    PF__SLOT_BOX_NORM_BIAS,            /* [hidden] */
+    /* LXMERT's answer head on the pooled output: dense to 2 hidden, GELU, norm, then the classifier
+       (PF__SLOT_CLASSIFIER_*, [num_labels, 2 hidden]) */
+    PF__SLOT_ANSWER_DENSE_WEIGHT,      /* [2 hidden, hidden] */
+    PF__SLOT_ANSWER_DENSE_BIAS,        /* [2 hidden] */
+    PF__SLOT_ANSWER_NORM_WEIGHT,       /* [2 hidden] */
+    PF__SLOT_ANSWER_NORM_BIAS,         /* [2 hidden] */
     /* ProphetNet's decoder (pf__config.ngram > 0): the predict stream's input, in place of a token's */
     PF__SLOT_NGRAM_EMBED,           /* [ngram, hidden]: the first predict stream adds row ngram - 1 */
     /* LUKE's entities (the last positions of a row, pf_encode_entities): the entity table's row through
@@ -898,6 +912,13 @@ typedef struct pf__config {
     int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
     int max_2d_positions;           /* LayoutLM's box coordinates (and widths, heights) are 0 .. this - 1 */
     int visual_embedding_dim;       /* VisualBERT: the features of an object region (pf_encode_regions); 0: none taken */
+    int visual_pos_dim;             /* LXMERT: the values of a region's box (pf_encode_region_boxes); 0: no boxes */
+    /* LXMERT (two_streams): a language stream and a vision stream, language_layers blocks on the
+       first, relation_layers on the second, then cross_layers cross-modality layers, each two blocks
+       (the language side's, whose PF__SLOT_CROSS_* attention both streams share, then the vision
+       side's): num_layers = language_layers + relation_layers + 2 cross_layers */
+    int two_streams, language_layers, relation_layers, cross_layers;
+    int num_qa_labels;              /* LXMERT's answer head's labels (num_labels for ...ForQuestionAnswering) */
     int entity_vocab_size;          /* LUKE: entity ids 0 .. this - 1 (pf_encode_entities); 0: no entities taken */
     int entity_emb_size;            /* LUKE: the entity table's width (projected to hidden when it differs) */
     int entity_aware_attention;     /* LUKE's use_entity_aware_attention: words' and entities' own queries for
@@ -1255,6 +1276,8 @@ static inline int pf__block_sparse_count(int block, int random, int len, int que
     return (kb >= near_lo && kb <= near_hi) + (kb == 0 ? 1 + random : 0) + (kb == last);
 }
 
+/* A region's floats in a step's regions: its features, then (LXMERT) its box, each block apart. */
+static inline int pf__region_floats(const pf__config *c) { return c->visual_embedding_dim + c->visual_pos_dim; }
 /* The value heads' width: latent attention's v_head_dim, else head_dim. */
 static inline int pf__value_head_dim(const pf__config *c) { return c->v_head_dim ? c->v_head_dim : c->head_dim; }
 /* The width of a head as attend sees it: LUKE's entity-aware attention runs each head doubled, its
@@ -1854,7 +1877,9 @@ typedef struct pf__step {
     const int32_t *global_tokens; /* host, [batch][seq_len]: 1 where a token has Longformer's global
                                attention, 0 elsewhere (pads too); NULL: no token has */
     const float *regions;   /* host, [batch][seq_len][visual_embedding_dim]: VisualBERT's region features at
-                               their positions (row b's last num_regions[b]; zeros elsewhere), or NULL: none */
+                               their positions (row b's last num_regions[b]; zeros elsewhere), or NULL: none;
+                               LXMERT's then [batch][seq_len][visual_pos_dim] their boxes likewise
+                               (pf__region_floats) */
     /* LUKE's entities (pf_encode_entities), the last num_entities[b] positions of row b, numbered
        row after row (e < num_entity_rows): */
     const int32_t *entity_ids;       /* host, [num_entity_rows]: entity vocabulary ids; NULL: no entities */
@@ -2245,10 +2270,17 @@ struct pf__rank {
        stream's relative bias projections [max_tokens][rel_buckets * heads] */
     float *ngram_x, *ngram_rel;
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
-    float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
+    float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] (LXMERT's answer
+                                 head: then its dense rows, [max_batch][2 hidden]) */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
-    float *region_in;         /* VisualBERT: [max_tokens][visual_embedding_dim], the step's region features */
+    float *region_in;         /* VisualBERT: [max_tokens][visual_embedding_dim], the step's region features
+                                 (LXMERT: then [max_tokens][visual_pos_dim] their boxes) */
+    /* LXMERT (pf__rank_two_streams): the language and vision streams [max_tokens][hidden] each; the
+       cross-attention's keys and values of each stream [2][max_tokens][kv_r]; host, owned: the
+       streams' left pads [2][max_batch] */
+    float *stream_x[2], *stream_k, *stream_v;
+    int *stream_pads;
     /* LUKE (pf__rank_embed_entities, pf__rank_entity_attention): [max_tokens][max(entity_emb_size, hidden)]
        the entities' rows; [max_tokens][6 q_r] + [head_dim] the projections the entity-aware attention
        gathers its doubled heads from (q | k | v, then w2e | e2w | e2e; a zero head_dim at the end);
@@ -5422,8 +5454,12 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
    ...ForQuestionAnswering (VQA: answer scores from the state of the text's token before its last,
    transformers' attention_mask.sum(1) - 2, without the pooler). ...ForRegionToPhraseAlignment
    needs each token's region (region_to_phrase_position), an input we do not take. */
+static pf_result pf__config_two_streams(const pf__json *first, pf__config *c, const char *path, char *message,
+                                        size_t size);
 static pf_result pf__config_region_head(const pf__json *first, pf__config *c, const char *path, char *message,
                                         size_t size) {
+    if (strcmp(pf__config_key(c->arch, offsetof(pf__config, cross_layers)), "(derived)"))
+        return pf__config_two_streams(first, c, path, message, size);
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"Model", PF_HEAD_NONE}, {"ForPreTraining", PF_HEAD_MASKED_LM}, {"ForVisualReasoning", PF_HEAD_SEQUENCE_CLASSIFICATION},
         {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE}, {"ForQuestionAnswering", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -5444,6 +5480,42 @@ static pf_result pf__config_region_head(const pf__json *first, pf__config *c, co
                       "...ForPreTraining, ...ForVisualReasoning, ...ForMultipleChoice and ...ForQuestionAnswering are; "
                       "region-to-phrase alignment takes region_to_phrase_position, which pf_encode_regions does not)",
                       path, first->string, c->model_type);
+}
+
+/* LXMERT's blocks (pf__config.two_streams: the language layers, the relation layers, then each
+   cross-modality layer as two blocks) and heads: ...Model (the pooler) and ...ForQuestionAnswering
+   (its answer head on the pooled output, num_qa_labels scores). ...ForPreTraining is refused: its
+   cross_relationship_score and question_answering_score are outputs a pf_encoding has no place
+   for. The keys only it reads are then without effect: task_matched, task_mask_lm,
+   task_obj_predict and task_qa choose its heads and losses, visual_obj_loss, visual_attr_loss,
+   visual_feat_loss, visual_loss_normalizer, num_object_labels and num_attr_labels its object
+   head's outputs and loss (training alone reads them). */
+static pf_result pf__config_two_streams(const pf__json *first, pf__config *c, const char *path, char *message,
+                                        size_t size) {
+    long long blocks = (long long)c->language_layers + c->relation_layers + 2LL * c->cross_layers;
+    if (c->language_layers < 0 || c->relation_layers < 0 || c->cross_layers < 0 || blocks < 1 || blocks > 100000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: l_layers %d, r_layers %d and x_layers %d are not layer "
+                          "counts", path, c->language_layers, c->relation_layers, c->cross_layers);
+    if (c->visual_embedding_dim < 1 || c->visual_embedding_dim > 1000000 || c->visual_pos_dim < 1 ||
+        c->visual_pos_dim > 1000000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"visual_feat_dim\" %d or \"visual_pos_dim\" %d is not a "
+                          "width", path, c->visual_embedding_dim, c->visual_pos_dim);
+    c->two_streams = 1;
+    c->num_layers = (int)blocks;
+    c->head = PF_HEAD_NONE;
+    const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+    if (!*name || pf__has_suffix(name, "Model")) return PF_OK;
+    if (pf__has_suffix(name, "ForQuestionAnswering")) {
+        if (c->num_qa_labels < 1 || c->num_qa_labels > 1000000)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_qa_labels\" %d is not a count", path,
+                              c->num_qa_labels);
+        c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
+        c->num_labels = c->num_qa_labels;
+        return PF_OK;
+    }
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (%s's ...Model and "
+                      "...ForQuestionAnswering are; ...ForPreTraining's three outputs have no place in a pf_encoding)",
+                      path, name, c->model_type);
 }
 
 /* LUKE's heads on entities: ...ForEntityClassification (the first entity's state) and
@@ -7689,7 +7761,10 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
-        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
+        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, VISUAL_NORM_BIAS)
+        PF__NAME(PF__SLOT_, BOX_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, BOX_PROJECTION_BIAS) PF__NAME(PF__SLOT_, BOX_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, BOX_NORM_BIAS) PF__NAME(PF__SLOT_, ANSWER_DENSE_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_DENSE_BIAS)
+        PF__NAME(PF__SLOT_, ANSWER_NORM_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_NORM_BIAS) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
         PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
         PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS)
         PF__NAME(PF__SLOT_, COLUMN_TYPE_EMBED) PF__NAME(PF__SLOT_, ROW_TYPE_EMBED) PF__NAME(PF__SLOT_, PREV_LABEL_TYPE_EMBED)
@@ -7760,7 +7835,8 @@ static const char *pf__slot_name(int v) {
 #undef PF__NAME
 
 typedef const char *(*pf__name_of)(int value);
-#define PF__MAX_TRAIT_VALUE 256 /* above every enumerator a name table spells */
+#define PF__MAX_TRAIT_VALUE 512 /* above every enumerator a name table spells (checked for the slots, the longest) */
+typedef char pf__slots_under_max_trait_value[PF__SLOT_COUNT < PF__MAX_TRAIT_VALUE ? 1 : -1];
 
 /* name (as spelled by a pf__*_name table, upper case) equals text in lower case. */
 static int pf__name_is(const char *name, const char *text) {
@@ -8933,7 +9009,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_POOLER_WEIGHT: case PF__SLOT_CLASSIFIER_DENSE_WEIGHT: *rows = h; *cols = h; break;
     case PF__SLOT_CLASSIFIER_WEIGHT: /* LUKE's entity pairs: two entities' states side by side */
         *rows = (size_t)c->num_labels;
-        *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1);
+        *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1) * (c->two_streams ? 2 : 1); /* LXMERT's
+            answer head: after its dense to 2 hidden */
         break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
@@ -8953,6 +9030,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_VISUAL_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_embedding_dim; break;
     case PF__SLOT_VISUAL_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
     case PF__SLOT_VISUAL_POSITION_EMBED: *rows = (size_t)c->max_positions; *cols = h; break;
+    case PF__SLOT_BOX_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_pos_dim; break;
+    case PF__SLOT_ANSWER_DENSE_WEIGHT: *rows = 2 * h; *cols = h; break;
+    case PF__SLOT_ANSWER_DENSE_BIAS: case PF__SLOT_ANSWER_NORM_WEIGHT: case PF__SLOT_ANSWER_NORM_BIAS: *rows = 2 * h; break;
     case PF__SLOT_NGRAM_EMBED: *rows = (size_t)c->ngram; *cols = h; break;
     case PF__SLOT_NGRAM_REL_WEIGHT: *rows = (size_t)c->rel_buckets * c->num_heads; *cols = h; break;
     case PF__SLOT_NGRAM_REL_BIAS: *rows = (size_t)c->rel_buckets * c->num_heads; break;
@@ -20549,6 +20629,8 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->entity_gather);
     free(r->funnel_pads), free(r->funnel_types), free(r->funnel_host_ints), free(r->funnel_rows), free(r->funnel_scales);
     free(r->funnel_sinusoid_host), free(r->txl_logits_host);
+    free(r->stream_pads);
+    r->stream_pads = NULL;
     r->routing = NULL;
     r->trigram_rows = NULL;
     r->entity_gather = NULL;
@@ -20646,7 +20728,7 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
     size_t sizes_in[PF__CALL_NUM_INPUTS] = {N * i4, pf__rope_floats(cf) * f, B * sizeof(int), N * i4, B * sizeof(int),
                                             N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
                                             B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int),
-                                            PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)cf->visual_embedding_dim * f,
+                                            PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)pf__region_floats(cf) * f,
                                             B * sizeof(int), (size_t)g->stages * 2 * sizeof(int),
                                             PF__TABLE_TYPES * N * i4};
     size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,
@@ -27827,7 +27909,15 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
     if (m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data)
-        r->region_in = (float *)pf__rank_alloc(r, T * (size_t)c->visual_embedding_dim * sizeof(float));
+        r->region_in = (float *)pf__rank_alloc(r, T * (size_t)pf__region_floats(c) * sizeof(float));
+    if (c->two_streams) { /* LXMERT's streams, their cross keys and values (pf__rank_two_streams) */
+        for (int k = 0; k < 2; k++) r->stream_x[k] = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->stream_k = (float *)pf__rank_alloc(r, 2 * T * kv_width * sizeof(float));
+        r->stream_v = (float *)pf__rank_alloc(r, 2 * T * kv_width * sizeof(float));
+        if (!r->counting && !r->stream_pads && /* host memory: once, not in the counting pass */
+            !(r->stream_pads = (int *)malloc(2 * (size_t)g->max_batch * sizeof(int))))
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     if (c->entity_vocab_size) { /* LUKE: the entities' rows, the entity-aware attention's projections and gathers */
         size_t width = (size_t)c->entity_emb_size > hidden ? (size_t)c->entity_emb_size : hidden;
         r->entity_rows = (float *)pf__rank_alloc(r, T * width * sizeof(float));
@@ -27841,7 +27931,9 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||
                           m->sources[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT].data || m->sources[PF__SLOT_NEXT_SENTENCE_WEIGHT].data))
-        r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
+        r->head_out = (float *)pf__rank_alloc(r, (T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) +
+                                                  (size_t)g->max_batch * m->sources[PF__SLOT_ANSWER_DENSE_WEIGHT].rows) *
+                                                     sizeof(float));
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }
 
@@ -28153,7 +28245,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->embed(r, r->part, &W[PF__SLOT_TASK_TYPE_EMBED], &tasks, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
-    if (s->regions) pf__rank_embed_regions(r, s, x);
+    if (s->regions && PF__HAS(W[PF__SLOT_VISUAL_POSITION_EMBED])) pf__rank_embed_regions(r, s, x); /* VisualBERT's */
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
@@ -29578,6 +29670,132 @@ static void pf__rank_forward_stage_rows(pf__rank *r, const pf__job *job) {
     pf__rank_forward(r, &mine);
 }
 
+/* ---- LXMERT's two streams (pf__config.two_streams) ------------------------------------------- */
+
+/* The rows of one stream in the step's rows (row b: its pads, its tokens, then its regions): each
+   row's tokens (vision 0) or regions (1), left-padded to the stream's longest as a step of its own
+   whose pads are stream_pads[vision]. */
+static pf__step pf__stream_step(pf__rank *r, const pf__step *s, int vision) {
+    pf__step t = *s;
+    int *pads = r->stream_pads + (size_t)vision * (size_t)r->group->max_batch, longest = 0;
+    for (int b = 0; b < s->batch; b++) {
+        int regions = s->num_regions[b], n = vision ? regions : s->seq_len - (s->pad ? s->pad[b] : 0) - regions;
+        pads[b] = n; /* its length, until the longest is known */
+        if (n > longest) longest = n;
+    }
+    for (int b = 0; b < s->batch; b++) pads[b] = longest - pads[b];
+    t.seq_len = longest;
+    t.pad = pads;
+    t.regions = NULL, t.num_regions = NULL, t.box_rows = NULL;
+    return t;
+}
+
+/* Copies each row's stream rows between the step's rows (x) and the stream's (stream): into the
+   stream (to_stream), or back. */
+static void pf__stream_rows(pf__rank *r, const pf__step *s, const pf__step *stream, int vision, float *x,
+                            float *rows, int to_stream) {
+    size_t d = (size_t)r->group->model->config.hidden_size, T = (size_t)s->seq_len;
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t n = (size_t)(stream->seq_len - stream->pad[b]);
+        size_t at = vision ? (b + 1) * T - n : b * T + (size_t)(s->pad ? s->pad[b] : 0), in_stream = (b + 1) * (size_t)stream->seq_len - n;
+        if (to_stream) r->backend->copy(r, rows + in_stream * d, x + at * d, n * d * sizeof(float));
+        else r->backend->copy(r, x + at * d, rows + in_stream * d, n * d * sizeof(float));
+    }
+}
+
+/* The regions' embedding into h (every position of the step's rows; the tokens' rows unused):
+   norm(features Wv^T + bv) / 2 + norm(box Wb^T + bb) / 2, the halves folded into the norms. */
+static void pf__rank_embed_boxes(pf__rank *r, const pf__step *s) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    float *boxes = r->region_in + N * (size_t)c->visual_embedding_dim;
+    be->upload(r, r->region_in, s->regions, N * (size_t)pf__region_floats(c) * sizeof(float));
+    be->matmul(r, r->h, r->region_in, &W[PF__SLOT_VISUAL_PROJECTION_WEIGHT], PF__OR_NULL(W[PF__SLOT_VISUAL_PROJECTION_BIAS]), N);
+    be->norm(r, r->h, r->h, &W[PF__SLOT_VISUAL_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_VISUAL_NORM_BIAS]), N, d,
+             (float)c->norm_eps, PF__NORM_LAYER);
+    be->matmul(r, r->part, boxes, &W[PF__SLOT_BOX_PROJECTION_WEIGHT], PF__OR_NULL(W[PF__SLOT_BOX_PROJECTION_BIAS]), N);
+    be->norm(r, r->part, r->part, &W[PF__SLOT_BOX_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_BOX_NORM_BIAS]), N, d,
+             (float)c->norm_eps, PF__NORM_LAYER);
+    be->add_residual(r, r->h, r->part, NULL, N, d);
+}
+
+/* The cross-attention of a cross-modality layer (block l, its language side) for one stream:
+   x = norm(x + sum over ranks of attend(x Wq_r, the other stream's keys and values) Wo_r + bo),
+   the keys' pads the other stream's. */
+static void pf__rank_stream_cross(pf__rank *r, const pf__step *queries, const pf__step *keys, int l, float *x,
+                                  const float *k, const float *v, const pf__attn_shape *self_shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t N = (size_t)queries->batch * queries->seq_len, d = (size_t)c->hidden_size;
+    pf__attn_shape shape = *self_shape;
+    shape.mask = PF__MASK_CROSS;
+    shape.cache_dtype = PF__DTYPE_F32; /* written by a matmul */
+    shape.cache_len = keys->seq_len;
+    shape.scale = 1.0f / sqrtf((float)c->head_dim);
+    shape.qkv_bias = NULL; /* added by the matmul */
+    pf__step step = *queries;
+    step.pad = keys->pad; /* the keys to skip: the other stream's pads */
+    be->matmul(r, r->qkv, x, &L[PF__SLOT_CROSS_Q_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_Q_BIAS]), N);
+    if (shape.heads) be->attend(r, r->attn, r->qkv, k, v, &step, &shape);
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_CROSS_OUT_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the cross-attention output's all-reduce");
+    pf__rank_residual_norm(r, x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), x, &L[PF__SLOT_CROSS_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_CROSS_NORM_BIAS]), N, d, (float)c->norm_eps, PF__NORM_LAYER);
+}
+
+/* LXMERT: the text's embedding and the regions' into their streams, the language layers on the
+   first, the relation layers on the second, then each cross-modality layer: both streams' cross-
+   attention over the other (the keys and values of both taken before either changes), then each
+   stream's own block (self-attention, MLP); the streams back into x's rows (tokens, then regions)
+   for the encoder's outputs. */
+static void pf__rank_two_streams(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, kv_rows = r->group->max_tokens * (size_t)r->share.kv_heads * (size_t)c->head_dim;
+    pf__tower t = pf__tower_of(r, 1);
+    pf__step streams[2] = {pf__stream_step(r, s, 0), pf__stream_step(r, s, 1)};
+    float *x = r->x;
+    pf__rank_embed(r, s, &t);
+    pf__rank_embed_boxes(r, s);
+    for (int k = 0; k < 2; k++) { /* every row finite first (the pads' too), then the stream's own rows */
+        size_t rows = (size_t)s->batch * (size_t)streams[k].seq_len;
+        be->copy(r, r->stream_x[k], k ? r->h : x, rows * d * sizeof(float));
+        pf__stream_rows(r, s, &streams[k], k, k ? r->h : x, r->stream_x[k], 1);
+    }
+    pf__attn_shape shape = pf__rank_attn_shape(r, &t);
+    pf__residual residual = {0, NULL}; /* post-norm blocks: never pending */
+    int first_cross = c->language_layers + c->relation_layers;
+    for (int l = 0; l < first_cross && !pf__rank_failed(r); l++) {
+        int k = l >= c->language_layers;
+        r->x = r->stream_x[k];
+        pf__rank_block(r, &streams[k], &t, l, &shape, &residual);
+    }
+    for (int l = first_cross; l < c->num_layers && !pf__rank_failed(r); l += 2) {
+        const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        for (int k = 0; k < 2; k++) { /* the keys and values of stream k, before either stream changes */
+            size_t rows = (size_t)s->batch * (size_t)streams[k].seq_len;
+            be->matmul(r, r->stream_k + k * kv_rows, r->stream_x[k], &L[PF__SLOT_CROSS_K_WEIGHT],
+                       PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), rows);
+            be->matmul(r, r->stream_v + k * kv_rows, r->stream_x[k], &L[PF__SLOT_CROSS_V_WEIGHT],
+                       PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), rows);
+        }
+        for (int k = 0; k < 2; k++)
+            pf__rank_stream_cross(r, &streams[k], &streams[1 - k], l, r->stream_x[k], r->stream_k + (1 - k) * kv_rows,
+                                  r->stream_v + (1 - k) * kv_rows, &shape);
+        for (int k = 0; k < 2 && !pf__rank_failed(r); k++) {
+            r->x = r->stream_x[k];
+            pf__rank_block(r, &streams[k], &t, l + k, &shape, &residual);
+        }
+    }
+    r->x = x;
+    for (int k = 0; k < 2; k++) pf__stream_rows(r, s, &streams[k], k, x, r->stream_x[k], 0);
+    if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -29607,6 +29825,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     }
     if (c->funnel) {
         pf__rank_funnel(r, job);
+        return;
+    }
+    if (c->two_streams) {
+        pf__rank_two_streams(r, job);
         return;
     }
     if (pf__archs[c->arch].kind == PF__KIND_ENCODER) {
@@ -29749,6 +29971,15 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
                 be->copy(r, r->h + b * d, r->x + at * d, d * sizeof(float));
             }
             features = r->h;
+        }
+        if (PF__HAS(W[PF__SLOT_ANSWER_DENSE_WEIGHT])) { /* LXMERT's answer head: dense to 2 hidden, GELU, norm */
+            size_t width = W[PF__SLOT_ANSWER_DENSE_WEIGHT].rows;
+            float *mid = r->head_out + g->max_tokens * (size_t)(c->num_labels > 2 ? c->num_labels : 2);
+            be->matmul(r, mid, features, &W[PF__SLOT_ANSWER_DENSE_WEIGHT], PF__OR_NULL(W[PF__SLOT_ANSWER_DENSE_BIAS]), B);
+            be->activation(r, mid, B * width, PF__ACT_GELU_ERF);
+            be->norm(r, mid, mid, &W[PF__SLOT_ANSWER_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_ANSWER_NORM_BIAS]), B, width,
+                     (float)c->norm_eps, PF__NORM_LAYER);
+            features = mid;
         }
         if (c->classify_entities) { /* LUKE: row b's first entity's state (and its second's after it) */
             size_t k = (size_t)c->classify_entities;
@@ -35713,7 +35944,7 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
 static const struct pf__head_slots {
     pf_head head;
     int decoder; /* 1: a decoder's head (its score reads the last token, with no pooler) */
-    pf__slot needs[3];
+    pf__slot needs[4];
     int num_needs;
 } pf__head_slots[] = {
     {PF_HEAD_MASKED_LM, 0, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
@@ -35737,6 +35968,7 @@ static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS, PF__SLOT_CLASSIFIER_DENSE_WEIGHT,
     PF__SLOT_CLASSIFIER_DENSE_BIAS, PF__SLOT_CELL_SELECTION_WEIGHT, PF__SLOT_CELL_SELECTION_BIAS,
     PF__SLOT_COLUMN_SELECTION_WEIGHT, PF__SLOT_COLUMN_SELECTION_BIAS, PF__SLOT_AGGREGATION_WEIGHT, PF__SLOT_AGGREGATION_BIAS,
+    PF__SLOT_ANSWER_DENSE_WEIGHT, PF__SLOT_ANSWER_DENSE_BIAS, PF__SLOT_ANSWER_NORM_WEIGHT, PF__SLOT_ANSWER_NORM_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -35784,6 +36016,11 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     static const struct pf__head_slots first_token_class = {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
     if ((c->summary_heads || c->funnel) && c->head == PF_HEAD_MASKED_LM) mine = &projection_lm; /* Funnel's too */
     if (c->summary_heads && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) mine = &first_token_class;
+    /* LXMERT's answer head: dense, norm and classifier on the pooled output */
+    static const struct pf__head_slots answer_head = {
+        PF_HEAD_SEQUENCE_CLASSIFICATION, 0,
+        {PF__SLOT_POOLER_WEIGHT, PF__SLOT_ANSWER_DENSE_WEIGHT, PF__SLOT_ANSWER_NORM_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 4};
+    if (c->two_streams && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) mine = &answer_head;
     /* XLM's language table: there exactly when n_langs > 1 and use_lang_emb, as transformers builds it */
     int languages = c->types_are_languages && c->type_vocab_size > 1 && c->use_lang_emb;
     if (c->types_are_languages && languages != (m->sources[PF__SLOT_TOKEN_TYPE_EMBED].data != NULL))
@@ -35871,6 +36108,25 @@ static int pf__is_buffer(const pf__policy_rows *rows, pf__arch_id arch, const ch
     return 0;
 }
 
+/* LXMERT's per-layer rows by the group of blocks their pattern names (policies.inc's LXMERT block):
+   0 the language layers, 1 the relation layers, 2 a cross-modality layer's language side (its
+   cross-attention too), 3 its vision side. */
+static int pf__stream_group_of(const char *pattern) {
+    if (!strncmp(pattern, "encoder.r_layers.", 17)) return 1;
+    if (!strncmp(pattern, "encoder.x_layers.", 17)) return strstr(pattern, ".visn_") ? 3 : 2;
+    return 0;
+}
+
+/* Block l's group (as pf__stream_group_of's) and its layer there: the two sides of a
+   cross-modality layer are consecutive blocks of one layer. */
+static int pf__stream_group(const pf__config *c, int l, int *index) {
+    int first_cross = c->language_layers + c->relation_layers;
+    if (l < c->language_layers) return *index = l, 0;
+    if (l < first_cross) return *index = l - c->language_layers, 1;
+    *index = (l - first_cross) / 2;
+    return 2 + (l - first_cross) % 2;
+}
+
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
@@ -35878,6 +36134,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
     /* an encoder-decoder's encoder blocks come first, each tower counting its own from 0 */
     int encoder = slot >= PF__SLOT_FIRST_LAYER && layer < m->config.encoder_layers;
     int index = encoder || slot < PF__SLOT_FIRST_LAYER ? layer : layer - m->config.encoder_layers;
+    int group = m->config.two_streams && slot >= PF__SLOT_FIRST_LAYER ? pf__stream_group(&m->config, layer, &index) : -1;
     *row = NULL;
     *other = NULL;
     const pf__policy_rows *rows = pf__rows(m->config.arch);
@@ -35885,6 +36142,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
+        if (group >= 0 && pf__stream_group_of(t->pattern) != group) continue; /* another group's blocks */
         const char *why = NULL;
         if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))
@@ -36317,6 +36575,7 @@ typedef struct pf__encode_extras {
     const int32_t *const *boxes;  /* pf_encode_layout's: 4 values a token (NULL, or a row's NULL: all zero) */
     const int32_t *const *global; /* pf_encode_global's: 0 or 1 a token (NULL, or a row's NULL: the head's default) */
     const float *const *regions;  /* pf_encode_regions': num_regions[b] x visual_embedding_dim floats a row */
+    const float *const *boxes_of_regions; /* pf_encode_region_boxes': num_regions[b] x visual_pos_dim floats a row */
     const int *num_regions;       /* NULL: no row has regions */
     const int32_t *const *entity_ids;       /* pf_encode_entities': num_entities[b] entity ids a row */
     const int32_t *const *entity_positions; /* num_entities[b] x mention_length word positions a row, -1 after a
@@ -36715,16 +36974,25 @@ static pf_result pf__check_regions(pf_model *m, const pf__encode_extras *extras,
     if (count < 0) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions", b, count);
     if (count > 0 && (!extras->regions || !extras->regions[b]))
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions without their features (NULL)", b, count);
+    if (c->two_streams && count < 1) /* transformers' cross-attention over no region is a softmax of nothing */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions: model_type \"%s\" takes 1 or more a row", b,
+                        count, c->model_type);
+    if (c->two_streams && (!extras->boxes_of_regions || !extras->boxes_of_regions[b]))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions without their boxes (NULL)", b, count);
     if (count > room)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens and %d regions exceed max_sequence_length %d "
                         "(%d regions fit after its tokens)", b, length, count, m->group->cache_len, room);
-    if (count > 0 && c->type_vocab_size < 2)
+    if (count > 0 && c->type_vocab_size < 2 && !c->two_streams)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with type_vocab_size %d has no visual token type 1 "
                         "for its regions", c->model_type, c->type_vocab_size);
     for (size_t i = 0; i < (size_t)count * width; i++)
         if (!isfinite(extras->regions[b][i]))
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, region %d: feature %d is not finite", b,
                             (int)(i / (size_t)width), (int)(i % (size_t)width));
+    for (size_t i = 0; c->two_streams && i < (size_t)count * (size_t)c->visual_pos_dim; i++)
+        if (!isfinite(extras->boxes_of_regions[b][i]))
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, region %d: box value %d is not finite", b,
+                            (int)(i / (size_t)c->visual_pos_dim), (int)(i % (size_t)c->visual_pos_dim));
     return PF_OK;
 }
 
@@ -36806,6 +37074,12 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with \"word_embed_proj_dim\" below the hidden size: "
                         "pf_encode does not give its projected hidden states", c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
+    if (c->two_streams && !extras->boxes_of_regions)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes object regions with their boxes: "
+                        "pf_encode_region_boxes runs it", c->model_type);
+    if (c->two_streams && !num_regions)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_type \"%s\" takes 1 or more regions a row: num_regions is NULL",
+                        c->model_type);
     int has_boxes = m->sources[PF__SLOT_X_POSITION_EMBED].data != NULL; /* boxes: only pf_encode_layout's */
     int has_table = m->sources[PF__SLOT_COLUMN_TYPE_EMBED].data != NULL; /* table types: only pf_encode_table's */
     const pf__group *g = m->group;
@@ -36874,8 +37148,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int32_t *global_tokens = c->local_attention ? (int32_t *)calloc(N, sizeof(int32_t)) : NULL;
     int any_regions = 0;
     for (int b = 0; num_regions && b < batch; b++) any_regions |= num_regions[b] > 0;
-    size_t width = (size_t)c->visual_embedding_dim;
-    float *region_rows = any_regions ? (float *)calloc(N * width, sizeof(float)) : NULL; /* zeros at the text */
+    size_t width = (size_t)c->visual_embedding_dim, box_width = (size_t)c->visual_pos_dim;
+    float *region_rows = any_regions ? (float *)calloc(N * (size_t)pf__region_floats(c), sizeof(float)) : NULL; /* zeros at the text */
     int32_t *entity_rows = num_entity_rows ? pf__entity_rows(extras, batch, num_entity_rows) : NULL;
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
@@ -36907,6 +37181,9 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         for (int k = 0; k < regions; k++) padded_types[(size_t)(b + 1) * T - regions + k] = 1; /* visual_token_type_ids */
         if (regions)
             memcpy(region_rows + ((size_t)(b + 1) * T - regions) * width, extras->regions[b], regions * width * sizeof(float));
+        if (regions && box_width) /* LXMERT's boxes, after every position's features */
+            memcpy(region_rows + N * width + ((size_t)(b + 1) * T - regions) * box_width, extras->boxes_of_regions[b],
+                   regions * box_width * sizeof(float));
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
         if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
@@ -37524,25 +37801,45 @@ pf_result pf_encode_global(pf_model *m, const int32_t *const *ids, const int32_t
     return r;
 }
 
-pf_result pf_encode_regions(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
-                            const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
-                            int batch, pf_encoding **out) {
+/* pf_encode_regions and pf_encode_region_boxes (name: the caller's, for messages). */
+static pf_result pf__encode_regions(pf_model *m, const char *name, const int32_t *const *ids,
+                                    const int32_t *const *token_type_ids, const float *const *regions,
+                                    const float *const *boxes, const int *num_regions, int region_dim, int box_dim,
+                                    const int *lengths, int batch, pf_encoding **out) {
     if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
     *out = NULL;
-    pf_result r = pf__request_lock(m, "pf_encode_regions");
+    pf_result r = pf__request_lock(m, name);
     if (r) return r;
+    const pf__config *c = &m->config;
     if (!m->sources || !m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) {
-        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no object regions: pf_encode runs it",
-                     m->config.model_type);
-    } else if (region_dim != m->config.visual_embedding_dim) {
-        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "regions of %d features; model_type \"%s\" takes %d (visual_embedding_dim)",
-                     region_dim, m->config.model_type, m->config.visual_embedding_dim);
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no object regions: pf_encode runs it", c->model_type);
+    } else if (region_dim != c->visual_embedding_dim) {
+        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "regions of %d features; model_type \"%s\" takes %d (%s)", region_dim,
+                     c->model_type, c->visual_embedding_dim, c->two_streams ? "visual_feat_dim" : "visual_embedding_dim");
+    } else if (box_dim != c->visual_pos_dim) {
+        r = PF__FAIL(m, c->visual_pos_dim ? PF_ERROR_INVALID_ARGUMENT : PF_ERROR_UNSUPPORTED,
+                     "boxes of %d values; model_type \"%s\" takes %d%s", box_dim, c->model_type, c->visual_pos_dim,
+                     c->visual_pos_dim ? " (visual_pos_dim): pf_encode_region_boxes gives them" : " (pf_encode_regions runs it)");
     } else {
-        pf__encode_extras extras = {.regions = regions, .num_regions = num_regions};
+        pf__encode_extras extras = {.regions = regions, .boxes_of_regions = boxes, .num_regions = num_regions};
         r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
     }
     pf__request_unlock(m);
     return r;
+}
+
+pf_result pf_encode_regions(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                            const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
+                            int batch, pf_encoding **out) {
+    return pf__encode_regions(m, "pf_encode_regions", ids, token_type_ids, regions, NULL, num_regions, region_dim, 0,
+                              lengths, batch, out);
+}
+
+pf_result pf_encode_region_boxes(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                                 const float *const *regions, const float *const *boxes, const int *num_regions,
+                                 int region_dim, int box_dim, const int *lengths, int batch, pf_encoding **out) {
+    return pf__encode_regions(m, "pf_encode_region_boxes", ids, token_type_ids, regions, boxes, num_regions, region_dim,
+                              box_dim, lengths, batch, out);
 }
 
 pf_result pf_encode_entities(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
@@ -41868,6 +42165,10 @@ static pf_result pf__resolve_sources(pf_model *m) {
                                              PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
     for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
         if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
+    static const pf__slot region_norms[] = {PF__SLOT_VISUAL_NORM_WEIGHT, PF__SLOT_VISUAL_NORM_BIAS, PF__SLOT_BOX_NORM_WEIGHT,
+                                            PF__SLOT_BOX_NORM_BIAS};
+    for (size_t i = 0; c->two_streams && i < PF__COUNT(region_norms); i++) /* LXMERT: the mean of the two norms */
+        if ((r = pf__scale_source(m, region_norms[i], 0.5f))) return r;
     pf__qkv_layout layout = pf__archs[c->arch].qkv_layout;
     if (c->num_kv_heads != c->num_heads && (layout == PF__QKV_PER_HEAD || layout == PF__QKV_CODEGEN) &&
         pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT)) /* blocks and groups place fewer k/v heads */
@@ -42225,7 +42526,8 @@ pf_model_info pf_get_info(const pf_model *m) {
     if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
     if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
     if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
-    if (m->sources && m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) info.region_dim = c->visual_embedding_dim;
+    if (m->sources && m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data)
+        info.region_dim = c->visual_embedding_dim, info.region_box_dim = c->visual_pos_dim;
     info.entity_vocab_size = c->entity_vocab_size;
     info.head = c->head;
     info.num_labels = c->num_labels;

@@ -183,7 +183,10 @@ typedef struct pf_model_info {
     int num_encoder_layers;        /* encoder-decoders: the encoder's blocks (num_layers counts both) */
     int image_size, patch_size, num_channels; /* image encoders (pf_encode_images); 0 otherwise */
     int region_dim;                /* vision-and-language encoders (pf_encode_regions): the features of
-                                      an object region (VisualBERT's visual_embedding_dim); 0 otherwise */
+                                      an object region (VisualBERT's visual_embedding_dim, LXMERT's
+                                      visual_feat_dim); 0 otherwise */
+    int region_box_dim;            /* those that take each region's box too (pf_encode_region_boxes):
+                                      its values (LXMERT's visual_pos_dim); 0 otherwise */
     int entity_vocab_size;         /* entity-aware encoders (pf_encode_entities): entity ids are 0 .. this - 1
                                       (LUKE's entity_vocab_size); 0 otherwise */
     int audio_stride;              /* speech encoders (pf_encode_audio): input samples per output frame
@@ -730,6 +733,26 @@ pf_result pf_encode_global(pf_model *model, const int32_t *const *ids, const int
 pf_result pf_encode_regions(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
                             const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
                             int batch, pf_encoding **out);
+
+/* A vision-and-language encoder over object regions with their boxes (LXMERT, model_type
+   "lxmert"): as pf_encode_regions, each region also with its box, boxes[b] holding
+   num_regions[b] x box_dim floats (transformers' visual_feats and visual_pos: regions[b] the
+   features, region_dim of them a region, pf_model_info.region_dim; boxes[b] box_dim values a
+   region, pf_model_info.region_box_dim, as the checkpoint was trained on them: LXMERT's boxes
+   normalised to 0..1). Every row needs 1 region or more, all attended (visual_attention_mask all 1).
+   The text runs through the language layers and the regions through the relation layers, then
+   both through the cross-modality layers; the encoding's row b has lengths[b] + num_regions[b]
+   positions, the tokens' (transformers' language_output) then the regions' (vision_output);
+   pooled is pooled_output (the first token's). LxmertForQuestionAnswering gives
+   PF_HEAD_SEQUENCE_CLASSIFICATION logits: question_answering_score, num_qa_labels a row.
+   Results: as pf_encode_regions'; PF_ERROR_INVALID_ARGUMENT also for a box_dim other than the
+   model's, a row with no region, boxes (or boxes[b]) NULL, a box value not finite (the row
+   named); pf_encode and pf_encode_regions refuse such a model. PF_ERROR_UNSUPPORTED for a model
+   that takes no regions, or regions without boxes (pf_encode_regions runs it). Threads: as
+   pf_encode. */
+pf_result pf_encode_region_boxes(pf_model *model, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                                 const float *const *regions, const float *const *boxes, const int *num_regions,
+                                 int region_dim, int box_dim, const int *lengths, int batch, pf_encoding **out);
 
 /* An entity-aware encoder (LUKE, model_type "luke"): pf_encode with each row's entities after its
    words, as transformers' entity_ids and entity_position_ids give them. Row b has num_entities[b]

@@ -3,7 +3,7 @@
    (bart-large-mnli, DeBERTa MNLI checkpoints), on N ranks.
 
    build/classify MODEL_DIR [--gpus N] [--device cpu|cuda|auto] [--pair TEXT2] [--top K]
-                  [--function softmax|sigmoid|none] [--global-tokens I,J,...] [--regions FILE]
+                  [--function softmax|sigmoid|none] [--global-tokens I,J,...] [--regions FILE [--boxes FILE]]
                   [--entities ID@I,J;ID@K...] TEXT
    build/classify MODEL_DIR [...] --labels A,B,C [--template "This example is {}."] [--multi-label] TEXT
 
@@ -19,7 +19,9 @@
    image as object regions: --regions FILE holds their features as float32 little-endian values,
    region after region, each the model's region_dim wide (an object detector's output, as
    transformers' visual_embeds takes it), after the text's tokens (pf_encode_regions); without it
-   the text runs alone. An entity-aware classifier (LUKE's entity and entity-pair heads) reads the
+   the text runs alone. LXMERT's answer head reads each region's box too: --boxes FILE holds them
+   likewise, region after region, each the model's region_box_dim values (transformers'
+   visual_pos; pf_encode_region_boxes). An entity-aware classifier (LUKE's entity and entity-pair heads) reads the
    text's entities: --entities gives each one's id in the model's entity vocabulary and its
    mention's token positions (0 the first, special tokens counted), entities apart by ';'
    (pf_encode_entities). Errors go to stderr (exit 1; 2 for the command line). */
@@ -33,7 +35,7 @@
 
 #define MAX_LABELS 4096 /* labels a head has, or candidates a zero-shot run takes */
 #define MAX_GLOBAL 256  /* --global-tokens' positions */
-#define MAX_REGION_BYTES (64u << 20) /* --regions' file */
+#define MAX_REGION_BYTES (64u << 20) /* --regions' and --boxes' files */
 #define MAX_ENTITIES 64 /* --entities' entities */
 #define MAX_MENTION 32  /* an entity's positions */
 
@@ -54,6 +56,8 @@ static int usage(FILE *out) {
             "                      0 the first, special tokens counted) instead of the first token alone\n"
             "  --regions FILE      a vision-and-language model's object regions: float32 LE features, region after\n"
             "                      region, each the model's region width (VisualBERT's visual_embedding_dim)\n"
+            "  --boxes FILE        with --regions, each region's box: float32 LE values, region after region, each\n"
+            "                      the model's box width (LXMERT's visual_pos_dim)\n"
             "  --entities E        an entity-aware model's entities: ID@I,J;ID@K... each entity's id and its\n"
             "                      mention's token positions (0 the first, special tokens counted)\n"
             "  --help              this text\n");
@@ -116,10 +120,12 @@ static int global_mask(const int *positions, int num_positions, int length, int3
     return 0;
 }
 
-/* The object regions the model reads with the text (--regions): what a run with them needs. */
+/* The object regions the model reads with the text (--regions, --boxes): what a run with them needs. */
 typedef struct regions {
     const float *features; /* count x width floats */
     int count, width;
+    const float *boxes;    /* count x box_width floats; NULL: none given */
+    int box_width;
 } regions;
 
 /* The entities the model reads with the text (--entities): ids [count] and positions [count][width]
@@ -175,13 +181,16 @@ static pf_result classify_rows(pf_model *model, const char *text, char *const *p
         for (int i = 0; i < n && !r && global; i++)
             if (global_mask(global, num_global, lengths[i], &masks[i])) r = PF_ERROR_INVALID_ARGUMENT;
         pf_encoding *e = NULL;
-        const float *features[MAX_LABELS];
+        const float *features[MAX_LABELS], *boxes[MAX_LABELS];
         int counts[MAX_LABELS];
-        for (int i = 0; image && i < n; i++) features[i] = image->features, counts[i] = image->count;
+        for (int i = 0; image && i < n; i++) features[i] = image->features, boxes[i] = image->boxes, counts[i] = image->count;
         const int32_t *entity_ids[MAX_LABELS], *entity_positions[MAX_LABELS];
         for (int i = 0; named && i < n; i++)
             entity_ids[i] = named->ids, entity_positions[i] = named->positions, counts[i] = named->count;
-        if (!r && image)
+        if (!r && image && image->boxes)
+            r = pf_encode_region_boxes(model, (const int32_t *const *)rows, NULL, features, boxes, counts, image->width,
+                                       image->box_width, lengths, n, &e);
+        else if (!r && image)
             r = pf_encode_regions(model, (const int32_t *const *)rows, NULL, features, counts, image->width, lengths, n, &e);
         else if (!r && named)
             r = pf_encode_entities(model, (const int32_t *const *)rows, NULL, entity_ids, entity_positions, counts,
@@ -196,31 +205,51 @@ static pf_result classify_rows(pf_model *model, const char *text, char *const *p
     return r;
 }
 
-/* --regions' file into image (features malloc'd): whole regions of the model's width; -1 with a
-   message on stderr otherwise. */
-static int read_regions(const char *path, const pf_model_info *info, regions *image) {
+/* The floats of --regions' or --boxes' file (flag; *values malloc'd): whole regions of `width`
+   floats each (what: "features", "box values"), *count of them; -1 with a message on stderr
+   otherwise. */
+static int read_region_file(const char *path, const char *flag, const pf_model_info *info, int width, const char *what,
+                            float **values, int *count) {
     FILE *f = fopen(path, "rb");
     long size = -1;
     if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    size_t width = (size_t)info->region_dim * sizeof(float);
+    size_t bytes = (size_t)width * sizeof(float);
     if (!f || size < 0 || size > (long)MAX_REGION_BYTES || fseek(f, 0, SEEK_SET)) {
-        fprintf(stderr, "classify: --regions %s is unreadable or larger than %u bytes\n", path, MAX_REGION_BYTES);
-    } else if (!width) {
-        fprintf(stderr, "classify: the model (model_type \"%s\") takes no object regions\n", info->model_type);
-    } else if (size == 0 || (size_t)size % width) {
-        fprintf(stderr, "classify: --regions %s holds %ld bytes, not regions of %d float32 features each\n", path, size,
-                info->region_dim);
+        fprintf(stderr, "classify: %s %s is unreadable or larger than %u bytes\n", flag, path, MAX_REGION_BYTES);
+    } else if (!bytes) {
+        fprintf(stderr, "classify: the model (model_type \"%s\") takes no object regions%s\n", info->model_type,
+                info->region_dim ? " with boxes" : "");
+    } else if (size == 0 || (size_t)size % bytes) {
+        fprintf(stderr, "classify: %s %s holds %ld bytes, not regions of %d float32 %s each\n", flag, path, size, width,
+                what);
     } else {
-        float *features = (float *)malloc((size_t)size);
-        if (features && fread(features, 1, (size_t)size, f) == (size_t)size) {
-            image->features = features, image->count = (int)((size_t)size / width), image->width = info->region_dim;
+        *values = (float *)malloc((size_t)size);
+        if (*values && fread(*values, 1, (size_t)size, f) == (size_t)size) {
+            *count = (int)((size_t)size / bytes);
             fclose(f);
             return 0;
         }
-        fprintf(stderr, "classify: reading --regions %s failed\n", path);
-        free(features);
+        fprintf(stderr, "classify: reading %s %s failed\n", flag, path);
+        free(*values);
+        *values = NULL;
     }
     if (f) fclose(f);
+    return -1;
+}
+
+/* --regions' file (and --boxes', boxes_path not NULL) into image: as many boxes as regions; -1
+   with a message on stderr otherwise. */
+static int read_regions(const char *path, const char *boxes_path, const pf_model_info *info, regions *image) {
+    float *features = NULL, *boxes = NULL;
+    int count = 0, boxes_count = 0;
+    if (read_region_file(path, "--regions", info, info->region_dim, "features", &features, &count)) return -1;
+    image->features = features, image->count = count, image->width = info->region_dim;
+    if (!boxes_path) return 0;
+    if (read_region_file(boxes_path, "--boxes", info, info->region_box_dim, "box values", &boxes, &boxes_count))
+        return -1;
+    image->boxes = boxes, image->box_width = info->region_box_dim;
+    if (boxes_count == count) return 0;
+    fprintf(stderr, "classify: --boxes %s holds %d boxes for %d regions\n", boxes_path, boxes_count, count);
     return -1;
 }
 
@@ -248,8 +277,8 @@ static void print_best(const float *scores, const char *const *names, int n, int
 
 int main(int argc, char **argv) {
     const char *dir = NULL, *text = NULL, *pair = NULL, *labels = NULL, *template = "This example is {}.";
-    const char *regions_path = NULL;
-    regions image = {NULL, 0, 0};
+    const char *regions_path = NULL, *boxes_path = NULL;
+    regions image = {NULL, 0, 0, NULL, 0};
     static entities named;
     int has_entities = 0;
     int ranks = 0 /* every device */, top = MAX_LABELS, multi_label = 0, global[MAX_GLOBAL], num_global = -1;
@@ -265,6 +294,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--template") && v) template = argv[++i];
         else if (!strcmp(a, "--multi-label")) multi_label = 1;
         else if (!strcmp(a, "--regions") && v) regions_path = argv[++i];
+        else if (!strcmp(a, "--boxes") && v) boxes_path = argv[++i];
         else if (!strcmp(a, "--entities") && v) {
             if (parse_entities(argv[++i], &named)) return usage(stderr);
             has_entities = 1;
@@ -298,7 +328,8 @@ int main(int argc, char **argv) {
     }
     if (!dir || !text || ranks < 0 || top < 1 || (labels && (pair || function != FUNCTION_DEFAULT)) ||
         (!labels && multi_label) ||
-        ((regions_path || has_entities) && (labels || num_global >= 0)) || (regions_path && has_entities))
+        ((regions_path || has_entities) && (labels || num_global >= 0)) || (regions_path && has_entities) ||
+        (boxes_path && !regions_path))
         return usage(stderr);
 
     /* the candidate labels of a zero-shot run, split at commas */
@@ -321,7 +352,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "classify: %s has no sequence-classification head (config.json's architectures names none)\n", dir);
     } else if (r == PF_OK && !pf_model_tokenizer(model)) {
         fprintf(stderr, "classify: %s has no tokenizer\n", dir);
-    } else if (r == PF_OK && regions_path && read_regions(regions_path, &info, &image)) {
+    } else if (r == PF_OK && regions_path && read_regions(regions_path, boxes_path, &info, &image)) {
         /* the message printed */
     } else if (r == PF_OK) {
         int entail = labels ? entailment_label(model, info.num_labels) : 0;
@@ -368,7 +399,7 @@ int main(int argc, char **argv) {
     } else {
         status = fail(model, r);
     }
-    free((void *)image.features);
+    free((void *)image.features), free((void *)image.boxes);
     for (int i = 0; i < num_candidates; i++) free(pairs[i]);
     free(label_copy);
     pf_free(model);

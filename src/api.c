@@ -316,7 +316,7 @@ PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char
 static const struct pf__head_slots {
     pf_head head;
     int decoder; /* 1: a decoder's head (its score reads the last token, with no pooler) */
-    pf__slot needs[3];
+    pf__slot needs[4];
     int num_needs;
 } pf__head_slots[] = {
     {PF_HEAD_MASKED_LM, 0, {PF__SLOT_HEAD_TRANSFORM_WEIGHT, PF__SLOT_HEAD_NORM_WEIGHT}, 2},
@@ -340,6 +340,7 @@ static const pf__slot pf__head_only_slots[] = {
     PF__SLOT_NEXT_SENTENCE_WEIGHT, PF__SLOT_NEXT_SENTENCE_BIAS, PF__SLOT_CLASSIFIER_DENSE_WEIGHT,
     PF__SLOT_CLASSIFIER_DENSE_BIAS, PF__SLOT_CELL_SELECTION_WEIGHT, PF__SLOT_CELL_SELECTION_BIAS,
     PF__SLOT_COLUMN_SELECTION_WEIGHT, PF__SLOT_COLUMN_SELECTION_BIAS, PF__SLOT_AGGREGATION_WEIGHT, PF__SLOT_AGGREGATION_BIAS,
+    PF__SLOT_ANSWER_DENSE_WEIGHT, PF__SLOT_ANSWER_DENSE_BIAS, PF__SLOT_ANSWER_NORM_WEIGHT, PF__SLOT_ANSWER_NORM_BIAS,
 };
 
 PF_PRIVATE const char *pf__head_name(pf_head head) {
@@ -387,6 +388,11 @@ PF_PRIVATE pf_result pf__check_head_slots(pf_model *m) {
     static const struct pf__head_slots first_token_class = {PF_HEAD_SEQUENCE_CLASSIFICATION, 0, {PF__SLOT_CLASSIFIER_WEIGHT}, 1};
     if ((c->summary_heads || c->funnel) && c->head == PF_HEAD_MASKED_LM) mine = &projection_lm; /* Funnel's too */
     if (c->summary_heads && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) mine = &first_token_class;
+    /* LXMERT's answer head: dense, norm and classifier on the pooled output */
+    static const struct pf__head_slots answer_head = {
+        PF_HEAD_SEQUENCE_CLASSIFICATION, 0,
+        {PF__SLOT_POOLER_WEIGHT, PF__SLOT_ANSWER_DENSE_WEIGHT, PF__SLOT_ANSWER_NORM_WEIGHT, PF__SLOT_CLASSIFIER_WEIGHT}, 4};
+    if (c->two_streams && c->head == PF_HEAD_SEQUENCE_CLASSIFICATION) mine = &answer_head;
     /* XLM's language table: there exactly when n_langs > 1 and use_lang_emb, as transformers builds it */
     int languages = c->types_are_languages && c->type_vocab_size > 1 && c->use_lang_emb;
     if (c->types_are_languages && languages != (m->sources[PF__SLOT_TOKEN_TYPE_EMBED].data != NULL))
@@ -474,6 +480,25 @@ static int pf__is_buffer(const pf__policy_rows *rows, pf__arch_id arch, const ch
     return 0;
 }
 
+/* LXMERT's per-layer rows by the group of blocks their pattern names (policies.inc's LXMERT block):
+   0 the language layers, 1 the relation layers, 2 a cross-modality layer's language side (its
+   cross-attention too), 3 its vision side. */
+static int pf__stream_group_of(const char *pattern) {
+    if (!strncmp(pattern, "encoder.r_layers.", 17)) return 1;
+    if (!strncmp(pattern, "encoder.x_layers.", 17)) return strstr(pattern, ".visn_") ? 3 : 2;
+    return 0;
+}
+
+/* Block l's group (as pf__stream_group_of's) and its layer there: the two sides of a
+   cross-modality layer are consecutive blocks of one layer. */
+static int pf__stream_group(const pf__config *c, int l, int *index) {
+    int first_cross = c->language_layers + c->relation_layers;
+    if (l < c->language_layers) return *index = l, 0;
+    if (l < first_cross) return *index = l - c->language_layers, 1;
+    *index = (l - first_cross) / 2;
+    return 2 + (l - first_cross) % 2;
+}
+
 PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, pf__slot slot, int layer,
                                           const pf__arch_tensor **row, char *name, size_t name_size,
                                           const pf__st_tensor **other) {
@@ -481,6 +506,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
     /* an encoder-decoder's encoder blocks come first, each tower counting its own from 0 */
     int encoder = slot >= PF__SLOT_FIRST_LAYER && layer < m->config.encoder_layers;
     int index = encoder || slot < PF__SLOT_FIRST_LAYER ? layer : layer - m->config.encoder_layers;
+    int group = m->config.two_streams && slot >= PF__SLOT_FIRST_LAYER ? pf__stream_group(&m->config, layer, &index) : -1;
     *row = NULL;
     *other = NULL;
     const pf__policy_rows *rows = pf__rows(m->config.arch);
@@ -488,6 +514,7 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         const pf__arch_tensor *t = &rows->tensors[i];
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
+        if (group >= 0 && pf__stream_group_of(t->pattern) != group) continue; /* another group's blocks */
         const char *why = NULL;
         if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))

@@ -1234,8 +1234,12 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
    ...ForQuestionAnswering (VQA: answer scores from the state of the text's token before its last,
    transformers' attention_mask.sum(1) - 2, without the pooler). ...ForRegionToPhraseAlignment
    needs each token's region (region_to_phrase_position), an input we do not take. */
+static pf_result pf__config_two_streams(const pf__json *first, pf__config *c, const char *path, char *message,
+                                        size_t size);
 static pf_result pf__config_region_head(const pf__json *first, pf__config *c, const char *path, char *message,
                                         size_t size) {
+    if (strcmp(pf__config_key(c->arch, offsetof(pf__config, cross_layers)), "(derived)"))
+        return pf__config_two_streams(first, c, path, message, size);
     static const struct { const char *suffix; pf_head head; } heads[] = {
         {"Model", PF_HEAD_NONE}, {"ForPreTraining", PF_HEAD_MASKED_LM}, {"ForVisualReasoning", PF_HEAD_SEQUENCE_CLASSIFICATION},
         {"ForMultipleChoice", PF_HEAD_MULTIPLE_CHOICE}, {"ForQuestionAnswering", PF_HEAD_SEQUENCE_CLASSIFICATION},
@@ -1256,6 +1260,42 @@ static pf_result pf__config_region_head(const pf__json *first, pf__config *c, co
                       "...ForPreTraining, ...ForVisualReasoning, ...ForMultipleChoice and ...ForQuestionAnswering are; "
                       "region-to-phrase alignment takes region_to_phrase_position, which pf_encode_regions does not)",
                       path, first->string, c->model_type);
+}
+
+/* LXMERT's blocks (pf__config.two_streams: the language layers, the relation layers, then each
+   cross-modality layer as two blocks) and heads: ...Model (the pooler) and ...ForQuestionAnswering
+   (its answer head on the pooled output, num_qa_labels scores). ...ForPreTraining is refused: its
+   cross_relationship_score and question_answering_score are outputs a pf_encoding has no place
+   for. The keys only it reads are then without effect: task_matched, task_mask_lm,
+   task_obj_predict and task_qa choose its heads and losses, visual_obj_loss, visual_attr_loss,
+   visual_feat_loss, visual_loss_normalizer, num_object_labels and num_attr_labels its object
+   head's outputs and loss (training alone reads them). */
+static pf_result pf__config_two_streams(const pf__json *first, pf__config *c, const char *path, char *message,
+                                        size_t size) {
+    long long blocks = (long long)c->language_layers + c->relation_layers + 2LL * c->cross_layers;
+    if (c->language_layers < 0 || c->relation_layers < 0 || c->cross_layers < 0 || blocks < 1 || blocks > 100000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: l_layers %d, r_layers %d and x_layers %d are not layer "
+                          "counts", path, c->language_layers, c->relation_layers, c->cross_layers);
+    if (c->visual_embedding_dim < 1 || c->visual_embedding_dim > 1000000 || c->visual_pos_dim < 1 ||
+        c->visual_pos_dim > 1000000)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"visual_feat_dim\" %d or \"visual_pos_dim\" %d is not a "
+                          "width", path, c->visual_embedding_dim, c->visual_pos_dim);
+    c->two_streams = 1;
+    c->num_layers = (int)blocks;
+    c->head = PF_HEAD_NONE;
+    const char *name = first && first->type == PF__JSON_STRING ? first->string : "";
+    if (!*name || pf__has_suffix(name, "Model")) return PF_OK;
+    if (pf__has_suffix(name, "ForQuestionAnswering")) {
+        if (c->num_qa_labels < 1 || c->num_qa_labels > 1000000)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_qa_labels\" %d is not a count", path,
+                              c->num_qa_labels);
+        c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
+        c->num_labels = c->num_qa_labels;
+        return PF_OK;
+    }
+    return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (%s's ...Model and "
+                      "...ForQuestionAnswering are; ...ForPreTraining's three outputs have no place in a pf_encoding)",
+                      path, name, c->model_type);
 }
 
 /* LUKE's heads on entities: ...ForEntityClassification (the first entity's state) and

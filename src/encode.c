@@ -100,6 +100,7 @@ typedef struct pf__encode_extras {
     const int32_t *const *boxes;  /* pf_encode_layout's: 4 values a token (NULL, or a row's NULL: all zero) */
     const int32_t *const *global; /* pf_encode_global's: 0 or 1 a token (NULL, or a row's NULL: the head's default) */
     const float *const *regions;  /* pf_encode_regions': num_regions[b] x visual_embedding_dim floats a row */
+    const float *const *boxes_of_regions; /* pf_encode_region_boxes': num_regions[b] x visual_pos_dim floats a row */
     const int *num_regions;       /* NULL: no row has regions */
     const int32_t *const *entity_ids;       /* pf_encode_entities': num_entities[b] entity ids a row */
     const int32_t *const *entity_positions; /* num_entities[b] x mention_length word positions a row, -1 after a
@@ -498,16 +499,25 @@ static pf_result pf__check_regions(pf_model *m, const pf__encode_extras *extras,
     if (count < 0) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions", b, count);
     if (count > 0 && (!extras->regions || !extras->regions[b]))
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions without their features (NULL)", b, count);
+    if (c->two_streams && count < 1) /* transformers' cross-attention over no region is a softmax of nothing */
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions: model_type \"%s\" takes 1 or more a row", b,
+                        count, c->model_type);
+    if (c->two_streams && (!extras->boxes_of_regions || !extras->boxes_of_regions[b]))
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d regions without their boxes (NULL)", b, count);
     if (count > room)
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d: %d tokens and %d regions exceed max_sequence_length %d "
                         "(%d regions fit after its tokens)", b, length, count, m->group->cache_len, room);
-    if (count > 0 && c->type_vocab_size < 2)
+    if (count > 0 && c->type_vocab_size < 2 && !c->two_streams)
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with type_vocab_size %d has no visual token type 1 "
                         "for its regions", c->model_type, c->type_vocab_size);
     for (size_t i = 0; i < (size_t)count * width; i++)
         if (!isfinite(extras->regions[b][i]))
             return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, region %d: feature %d is not finite", b,
                             (int)(i / (size_t)width), (int)(i % (size_t)width));
+    for (size_t i = 0; c->two_streams && i < (size_t)count * (size_t)c->visual_pos_dim; i++)
+        if (!isfinite(extras->boxes_of_regions[b][i]))
+            return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "row %d, region %d: box value %d is not finite", b,
+                            (int)(i / (size_t)c->visual_pos_dim), (int)(i % (size_t)c->visual_pos_dim));
     return PF_OK;
 }
 
@@ -589,6 +599,12 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" with \"word_embed_proj_dim\" below the hidden size: "
                         "pf_encode does not give its projected hidden states", c->model_type);
     if (!ids || !lengths || batch < 1) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "pf_encode needs ids, lengths and batch >= 1");
+    if (c->two_streams && !extras->boxes_of_regions)
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes object regions with their boxes: "
+                        "pf_encode_region_boxes runs it", c->model_type);
+    if (c->two_streams && !num_regions)
+        return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "model_type \"%s\" takes 1 or more regions a row: num_regions is NULL",
+                        c->model_type);
     int has_boxes = m->sources[PF__SLOT_X_POSITION_EMBED].data != NULL; /* boxes: only pf_encode_layout's */
     int has_table = m->sources[PF__SLOT_COLUMN_TYPE_EMBED].data != NULL; /* table types: only pf_encode_table's */
     const pf__group *g = m->group;
@@ -657,8 +673,8 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     int32_t *global_tokens = c->local_attention ? (int32_t *)calloc(N, sizeof(int32_t)) : NULL;
     int any_regions = 0;
     for (int b = 0; num_regions && b < batch; b++) any_regions |= num_regions[b] > 0;
-    size_t width = (size_t)c->visual_embedding_dim;
-    float *region_rows = any_regions ? (float *)calloc(N * width, sizeof(float)) : NULL; /* zeros at the text */
+    size_t width = (size_t)c->visual_embedding_dim, box_width = (size_t)c->visual_pos_dim;
+    float *region_rows = any_regions ? (float *)calloc(N * (size_t)pf__region_floats(c), sizeof(float)) : NULL; /* zeros at the text */
     int32_t *entity_rows = num_entity_rows ? pf__entity_rows(extras, batch, num_entity_rows) : NULL;
     float *hidden = (float *)malloc(N * d * sizeof(float));
     float *logits = num_logits ? (float *)malloc((per_token ? N : (size_t)batch) * (size_t)num_logits * sizeof(float)) : NULL;
@@ -690,6 +706,9 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
         for (int k = 0; k < regions; k++) padded_types[(size_t)(b + 1) * T - regions + k] = 1; /* visual_token_type_ids */
         if (regions)
             memcpy(region_rows + ((size_t)(b + 1) * T - regions) * width, extras->regions[b], regions * width * sizeof(float));
+        if (regions && box_width) /* LXMERT's boxes, after every position's features */
+            memcpy(region_rows + N * width + ((size_t)(b + 1) * T - regions) * box_width, extras->boxes_of_regions[b],
+                   regions * box_width * sizeof(float));
         memcpy(padded + (size_t)b * T + pads[b], ids[b], (size_t)lengths[b] * sizeof(int32_t));
         if (types && types[b]) memcpy(padded_types + (size_t)b * T + pads[b], types[b], (size_t)lengths[b] * sizeof(int32_t));
         if (boxes && boxes[b]) pf__box_rows(box_rows, N, (size_t)b * T + pads[b], boxes[b], lengths[b]);
@@ -1307,25 +1326,45 @@ pf_result pf_encode_global(pf_model *m, const int32_t *const *ids, const int32_t
     return r;
 }
 
-pf_result pf_encode_regions(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
-                            const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
-                            int batch, pf_encoding **out) {
+/* pf_encode_regions and pf_encode_region_boxes (name: the caller's, for messages). */
+static pf_result pf__encode_regions(pf_model *m, const char *name, const int32_t *const *ids,
+                                    const int32_t *const *token_type_ids, const float *const *regions,
+                                    const float *const *boxes, const int *num_regions, int region_dim, int box_dim,
+                                    const int *lengths, int batch, pf_encoding **out) {
     if (!m || !out) return PF_ERROR_INVALID_ARGUMENT;
     *out = NULL;
-    pf_result r = pf__request_lock(m, "pf_encode_regions");
+    pf_result r = pf__request_lock(m, name);
     if (r) return r;
+    const pf__config *c = &m->config;
     if (!m->sources || !m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) {
-        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no object regions: pf_encode runs it",
-                     m->config.model_type);
-    } else if (region_dim != m->config.visual_embedding_dim) {
-        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "regions of %d features; model_type \"%s\" takes %d (visual_embedding_dim)",
-                     region_dim, m->config.model_type, m->config.visual_embedding_dim);
+        r = PF__FAIL(m, PF_ERROR_UNSUPPORTED, "model_type \"%s\" takes no object regions: pf_encode runs it", c->model_type);
+    } else if (region_dim != c->visual_embedding_dim) {
+        r = PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "regions of %d features; model_type \"%s\" takes %d (%s)", region_dim,
+                     c->model_type, c->visual_embedding_dim, c->two_streams ? "visual_feat_dim" : "visual_embedding_dim");
+    } else if (box_dim != c->visual_pos_dim) {
+        r = PF__FAIL(m, c->visual_pos_dim ? PF_ERROR_INVALID_ARGUMENT : PF_ERROR_UNSUPPORTED,
+                     "boxes of %d values; model_type \"%s\" takes %d%s", box_dim, c->model_type, c->visual_pos_dim,
+                     c->visual_pos_dim ? " (visual_pos_dim): pf_encode_region_boxes gives them" : " (pf_encode_regions runs it)");
     } else {
-        pf__encode_extras extras = {.regions = regions, .num_regions = num_regions};
+        pf__encode_extras extras = {.regions = regions, .boxes_of_regions = boxes, .num_regions = num_regions};
         r = pf__encode_locked(m, ids, token_type_ids, &extras, lengths, batch, out);
     }
     pf__request_unlock(m);
     return r;
+}
+
+pf_result pf_encode_regions(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                            const float *const *regions, const int *num_regions, int region_dim, const int *lengths,
+                            int batch, pf_encoding **out) {
+    return pf__encode_regions(m, "pf_encode_regions", ids, token_type_ids, regions, NULL, num_regions, region_dim, 0,
+                              lengths, batch, out);
+}
+
+pf_result pf_encode_region_boxes(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,
+                                 const float *const *regions, const float *const *boxes, const int *num_regions,
+                                 int region_dim, int box_dim, const int *lengths, int batch, pf_encoding **out) {
+    return pf__encode_regions(m, "pf_encode_region_boxes", ids, token_type_ids, regions, boxes, num_regions, region_dim,
+                              box_dim, lengths, batch, out);
 }
 
 pf_result pf_encode_entities(pf_model *m, const int32_t *const *ids, const int32_t *const *token_type_ids,

@@ -207,7 +207,7 @@ static void pf__rank_embed_extras(pf__rank *r, const pf__step *s, const pf__towe
         be->embed(r, r->part, &W[PF__SLOT_TASK_TYPE_EMBED], &tasks, 1.0f, 0);
         be->add_residual(r, x, r->part, NULL, N, width);
     }
-    if (s->regions) pf__rank_embed_regions(r, s, x);
+    if (s->regions && PF__HAS(W[PF__SLOT_VISUAL_POSITION_EMBED])) pf__rank_embed_regions(r, s, x); /* VisualBERT's */
     if (!norm_first && PF__HAS(W[t->embed_norm]))
         be->norm(r, x, x, &W[t->embed_norm], PF__OR_NULL(W[t->embed_norm + 1]), N, width, (float)c->norm_eps,
                  pf__body_norm(c));
@@ -1632,6 +1632,132 @@ static void pf__rank_forward_stage_rows(pf__rank *r, const pf__job *job) {
     pf__rank_forward(r, &mine);
 }
 
+/* ---- LXMERT's two streams (pf__config.two_streams) ------------------------------------------- */
+
+/* The rows of one stream in the step's rows (row b: its pads, its tokens, then its regions): each
+   row's tokens (vision 0) or regions (1), left-padded to the stream's longest as a step of its own
+   whose pads are stream_pads[vision]. */
+static pf__step pf__stream_step(pf__rank *r, const pf__step *s, int vision) {
+    pf__step t = *s;
+    int *pads = r->stream_pads + (size_t)vision * (size_t)r->group->max_batch, longest = 0;
+    for (int b = 0; b < s->batch; b++) {
+        int regions = s->num_regions[b], n = vision ? regions : s->seq_len - (s->pad ? s->pad[b] : 0) - regions;
+        pads[b] = n; /* its length, until the longest is known */
+        if (n > longest) longest = n;
+    }
+    for (int b = 0; b < s->batch; b++) pads[b] = longest - pads[b];
+    t.seq_len = longest;
+    t.pad = pads;
+    t.regions = NULL, t.num_regions = NULL, t.box_rows = NULL;
+    return t;
+}
+
+/* Copies each row's stream rows between the step's rows (x) and the stream's (stream): into the
+   stream (to_stream), or back. */
+static void pf__stream_rows(pf__rank *r, const pf__step *s, const pf__step *stream, int vision, float *x,
+                            float *rows, int to_stream) {
+    size_t d = (size_t)r->group->model->config.hidden_size, T = (size_t)s->seq_len;
+    for (size_t b = 0; b < (size_t)s->batch; b++) {
+        size_t n = (size_t)(stream->seq_len - stream->pad[b]);
+        size_t at = vision ? (b + 1) * T - n : b * T + (size_t)(s->pad ? s->pad[b] : 0), in_stream = (b + 1) * (size_t)stream->seq_len - n;
+        if (to_stream) r->backend->copy(r, rows + in_stream * d, x + at * d, n * d * sizeof(float));
+        else r->backend->copy(r, x + at * d, rows + in_stream * d, n * d * sizeof(float));
+    }
+}
+
+/* The regions' embedding into h (every position of the step's rows; the tokens' rows unused):
+   norm(features Wv^T + bv) / 2 + norm(box Wb^T + bb) / 2, the halves folded into the norms. */
+static void pf__rank_embed_boxes(pf__rank *r, const pf__step *s) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t N = (size_t)s->batch * s->seq_len, d = (size_t)c->hidden_size;
+    float *boxes = r->region_in + N * (size_t)c->visual_embedding_dim;
+    be->upload(r, r->region_in, s->regions, N * (size_t)pf__region_floats(c) * sizeof(float));
+    be->matmul(r, r->h, r->region_in, &W[PF__SLOT_VISUAL_PROJECTION_WEIGHT], PF__OR_NULL(W[PF__SLOT_VISUAL_PROJECTION_BIAS]), N);
+    be->norm(r, r->h, r->h, &W[PF__SLOT_VISUAL_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_VISUAL_NORM_BIAS]), N, d,
+             (float)c->norm_eps, PF__NORM_LAYER);
+    be->matmul(r, r->part, boxes, &W[PF__SLOT_BOX_PROJECTION_WEIGHT], PF__OR_NULL(W[PF__SLOT_BOX_PROJECTION_BIAS]), N);
+    be->norm(r, r->part, r->part, &W[PF__SLOT_BOX_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_BOX_NORM_BIAS]), N, d,
+             (float)c->norm_eps, PF__NORM_LAYER);
+    be->add_residual(r, r->h, r->part, NULL, N, d);
+}
+
+/* The cross-attention of a cross-modality layer (block l, its language side) for one stream:
+   x = norm(x + sum over ranks of attend(x Wq_r, the other stream's keys and values) Wo_r + bo),
+   the keys' pads the other stream's. */
+static void pf__rank_stream_cross(pf__rank *r, const pf__step *queries, const pf__step *keys, int l, float *x,
+                                  const float *k, const float *v, const pf__attn_shape *self_shape) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t N = (size_t)queries->batch * queries->seq_len, d = (size_t)c->hidden_size;
+    pf__attn_shape shape = *self_shape;
+    shape.mask = PF__MASK_CROSS;
+    shape.cache_dtype = PF__DTYPE_F32; /* written by a matmul */
+    shape.cache_len = keys->seq_len;
+    shape.scale = 1.0f / sqrtf((float)c->head_dim);
+    shape.qkv_bias = NULL; /* added by the matmul */
+    pf__step step = *queries;
+    step.pad = keys->pad; /* the keys to skip: the other stream's pads */
+    be->matmul(r, r->qkv, x, &L[PF__SLOT_CROSS_Q_WEIGHT], PF__OR_NULL(L[PF__SLOT_CROSS_Q_BIAS]), N);
+    if (shape.heads) be->attend(r, r->attn, r->qkv, k, v, &step, &shape);
+    be->matmul(r, r->part, r->attn, &L[PF__SLOT_CROSS_OUT_WEIGHT], NULL, N);
+    pf__all_reduce(r, r->part, N * d, "the cross-attention output's all-reduce");
+    pf__rank_residual_norm(r, x, r->part, PF__OR_NULL(L[PF__SLOT_CROSS_OUT_BIAS]), x, &L[PF__SLOT_CROSS_NORM_WEIGHT],
+                           PF__OR_NULL(L[PF__SLOT_CROSS_NORM_BIAS]), N, d, (float)c->norm_eps, PF__NORM_LAYER);
+}
+
+/* LXMERT: the text's embedding and the regions' into their streams, the language layers on the
+   first, the relation layers on the second, then each cross-modality layer: both streams' cross-
+   attention over the other (the keys and values of both taken before either changes), then each
+   stream's own block (self-attention, MLP); the streams back into x's rows (tokens, then regions)
+   for the encoder's outputs. */
+static void pf__rank_two_streams(pf__rank *r, const pf__job *job) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, kv_rows = r->group->max_tokens * (size_t)r->share.kv_heads * (size_t)c->head_dim;
+    pf__tower t = pf__tower_of(r, 1);
+    pf__step streams[2] = {pf__stream_step(r, s, 0), pf__stream_step(r, s, 1)};
+    float *x = r->x;
+    pf__rank_embed(r, s, &t);
+    pf__rank_embed_boxes(r, s);
+    for (int k = 0; k < 2; k++) { /* every row finite first (the pads' too), then the stream's own rows */
+        size_t rows = (size_t)s->batch * (size_t)streams[k].seq_len;
+        be->copy(r, r->stream_x[k], k ? r->h : x, rows * d * sizeof(float));
+        pf__stream_rows(r, s, &streams[k], k, k ? r->h : x, r->stream_x[k], 1);
+    }
+    pf__attn_shape shape = pf__rank_attn_shape(r, &t);
+    pf__residual residual = {0, NULL}; /* post-norm blocks: never pending */
+    int first_cross = c->language_layers + c->relation_layers;
+    for (int l = 0; l < first_cross && !pf__rank_failed(r); l++) {
+        int k = l >= c->language_layers;
+        r->x = r->stream_x[k];
+        pf__rank_block(r, &streams[k], &t, l, &shape, &residual);
+    }
+    for (int l = first_cross; l < c->num_layers && !pf__rank_failed(r); l += 2) {
+        const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+        for (int k = 0; k < 2; k++) { /* the keys and values of stream k, before either stream changes */
+            size_t rows = (size_t)s->batch * (size_t)streams[k].seq_len;
+            be->matmul(r, r->stream_k + k * kv_rows, r->stream_x[k], &L[PF__SLOT_CROSS_K_WEIGHT],
+                       PF__OR_NULL(L[PF__SLOT_CROSS_K_BIAS]), rows);
+            be->matmul(r, r->stream_v + k * kv_rows, r->stream_x[k], &L[PF__SLOT_CROSS_V_WEIGHT],
+                       PF__OR_NULL(L[PF__SLOT_CROSS_V_BIAS]), rows);
+        }
+        for (int k = 0; k < 2; k++)
+            pf__rank_stream_cross(r, &streams[k], &streams[1 - k], l, r->stream_x[k], r->stream_k + (1 - k) * kv_rows,
+                                  r->stream_v + (1 - k) * kv_rows, &shape);
+        for (int k = 0; k < 2 && !pf__rank_failed(r); k++) {
+            r->x = r->stream_x[k];
+            pf__rank_block(r, &streams[k], &t, l + k, &shape, &residual);
+        }
+    }
+    r->x = x;
+    for (int k = 0; k < 2; k++) pf__stream_rows(r, s, &streams[k], k, x, r->stream_x[k], 0);
+    if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -1661,6 +1787,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     }
     if (c->funnel) {
         pf__rank_funnel(r, job);
+        return;
+    }
+    if (c->two_streams) {
+        pf__rank_two_streams(r, job);
         return;
     }
     if (pf__archs[c->arch].kind == PF__KIND_ENCODER) {
@@ -1803,6 +1933,15 @@ static void pf__rank_encoder_outputs(pf__rank *r, const pf__job *job, const pf__
                 be->copy(r, r->h + b * d, r->x + at * d, d * sizeof(float));
             }
             features = r->h;
+        }
+        if (PF__HAS(W[PF__SLOT_ANSWER_DENSE_WEIGHT])) { /* LXMERT's answer head: dense to 2 hidden, GELU, norm */
+            size_t width = W[PF__SLOT_ANSWER_DENSE_WEIGHT].rows;
+            float *mid = r->head_out + g->max_tokens * (size_t)(c->num_labels > 2 ? c->num_labels : 2);
+            be->matmul(r, mid, features, &W[PF__SLOT_ANSWER_DENSE_WEIGHT], PF__OR_NULL(W[PF__SLOT_ANSWER_DENSE_BIAS]), B);
+            be->activation(r, mid, B * width, PF__ACT_GELU_ERF);
+            be->norm(r, mid, mid, &W[PF__SLOT_ANSWER_NORM_WEIGHT], PF__OR_NULL(W[PF__SLOT_ANSWER_NORM_BIAS]), B, width,
+                     (float)c->norm_eps, PF__NORM_LAYER);
+            features = mid;
         }
         if (c->classify_entities) { /* LUKE: row b's first entity's state (and its second's after it) */
             size_t k = (size_t)c->classify_entities;

@@ -399,6 +399,20 @@ typedef enum {
     PF__SLOT_VISUAL_PROJECTION_BIAS,   /* [hidden] */
     PF__SLOT_VISUAL_TOKEN_TYPE_EMBED,  /* [type_vocab_size, hidden] */
     PF__SLOT_VISUAL_POSITION_EMBED,    /* [max_positions, hidden] */
+    /* LXMERT's regions (pf__config.two_streams): (norm(features x visual_projection^T + b) + norm(box
+       x box_projection^T + b)) / 2, the halves folded into both norms at load */
+    PF__SLOT_VISUAL_NORM_WEIGHT,       /* [hidden] */
+    PF__SLOT_VISUAL_NORM_BIAS,         /* [hidden] */
+    PF__SLOT_BOX_PROJECTION_WEIGHT,    /* [hidden, visual_pos_dim] */
+    PF__SLOT_BOX_PROJECTION_BIAS,      /* [hidden] */
+    PF__SLOT_BOX_NORM_WEIGHT,          /* [hidden] */
+    PF__SLOT_BOX_NORM_BIAS,            /* [hidden] */
+    /* LXMERT's answer head on the pooled output: dense to 2 hidden, GELU, norm, then the classifier
+       (PF__SLOT_CLASSIFIER_*, [num_labels, 2 hidden]) */
+    PF__SLOT_ANSWER_DENSE_WEIGHT,      /* [2 hidden, hidden] */
+    PF__SLOT_ANSWER_DENSE_BIAS,        /* [2 hidden] */
+    PF__SLOT_ANSWER_NORM_WEIGHT,       /* [2 hidden] */
+    PF__SLOT_ANSWER_NORM_BIAS,         /* [2 hidden] */
     /* ProphetNet's decoder (pf__config.ngram > 0): the predict stream's input, in place of a token's */
     PF__SLOT_NGRAM_EMBED,           /* [ngram, hidden]: the first predict stream adds row ngram - 1 */
     /* LUKE's entities (the last positions of a row, pf_encode_entities): the entity table's row through
@@ -855,6 +869,13 @@ typedef struct pf__config {
     int use_task_id, task_type_vocab_size; /* ERNIE's task embedding, added with task 0 (transformers' default) */
     int max_2d_positions;           /* LayoutLM's box coordinates (and widths, heights) are 0 .. this - 1 */
     int visual_embedding_dim;       /* VisualBERT: the features of an object region (pf_encode_regions); 0: none taken */
+    int visual_pos_dim;             /* LXMERT: the values of a region's box (pf_encode_region_boxes); 0: no boxes */
+    /* LXMERT (two_streams): a language stream and a vision stream, language_layers blocks on the
+       first, relation_layers on the second, then cross_layers cross-modality layers, each two blocks
+       (the language side's, whose PF__SLOT_CROSS_* attention both streams share, then the vision
+       side's): num_layers = language_layers + relation_layers + 2 cross_layers */
+    int two_streams, language_layers, relation_layers, cross_layers;
+    int num_qa_labels;              /* LXMERT's answer head's labels (num_labels for ...ForQuestionAnswering) */
     int entity_vocab_size;          /* LUKE: entity ids 0 .. this - 1 (pf_encode_entities); 0: no entities taken */
     int entity_emb_size;            /* LUKE: the entity table's width (projected to hidden when it differs) */
     int entity_aware_attention;     /* LUKE's use_entity_aware_attention: words' and entities' own queries for
@@ -1212,6 +1233,8 @@ static inline int pf__block_sparse_count(int block, int random, int len, int que
     return (kb >= near_lo && kb <= near_hi) + (kb == 0 ? 1 + random : 0) + (kb == last);
 }
 
+/* A region's floats in a step's regions: its features, then (LXMERT) its box, each block apart. */
+static inline int pf__region_floats(const pf__config *c) { return c->visual_embedding_dim + c->visual_pos_dim; }
 /* The value heads' width: latent attention's v_head_dim, else head_dim. */
 static inline int pf__value_head_dim(const pf__config *c) { return c->v_head_dim ? c->v_head_dim : c->head_dim; }
 /* The width of a head as attend sees it: LUKE's entity-aware attention runs each head doubled, its
@@ -1811,7 +1834,9 @@ typedef struct pf__step {
     const int32_t *global_tokens; /* host, [batch][seq_len]: 1 where a token has Longformer's global
                                attention, 0 elsewhere (pads too); NULL: no token has */
     const float *regions;   /* host, [batch][seq_len][visual_embedding_dim]: VisualBERT's region features at
-                               their positions (row b's last num_regions[b]; zeros elsewhere), or NULL: none */
+                               their positions (row b's last num_regions[b]; zeros elsewhere), or NULL: none;
+                               LXMERT's then [batch][seq_len][visual_pos_dim] their boxes likewise
+                               (pf__region_floats) */
     /* LUKE's entities (pf_encode_entities), the last num_entities[b] positions of row b, numbered
        row after row (e < num_entity_rows): */
     const int32_t *entity_ids;       /* host, [num_entity_rows]: entity vocabulary ids; NULL: no entities */
@@ -2202,10 +2227,17 @@ struct pf__rank {
        stream's relative bias projections [max_tokens][rel_buckets * heads] */
     float *ngram_x, *ngram_rel;
     float *logits;            /* rank 0 only: [logit_rows][vocab] */
-    float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] */
+    float *head_out;          /* rank 0, classification heads: [max_tokens][num_labels or 2] (LXMERT's answer
+                                 head: then its dense rows, [max_batch][2 hidden]) */
     float *projected;         /* rank 0, with a projection: [max_batch][projection_dim] */
     float *patch_in;          /* image encoders: [max_batch][patches][channels * patch^2] */
-    float *region_in;         /* VisualBERT: [max_tokens][visual_embedding_dim], the step's region features */
+    float *region_in;         /* VisualBERT: [max_tokens][visual_embedding_dim], the step's region features
+                                 (LXMERT: then [max_tokens][visual_pos_dim] their boxes) */
+    /* LXMERT (pf__rank_two_streams): the language and vision streams [max_tokens][hidden] each; the
+       cross-attention's keys and values of each stream [2][max_tokens][kv_r]; host, owned: the
+       streams' left pads [2][max_batch] */
+    float *stream_x[2], *stream_k, *stream_v;
+    int *stream_pads;
     /* LUKE (pf__rank_embed_entities, pf__rank_entity_attention): [max_tokens][max(entity_emb_size, hidden)]
        the entities' rows; [max_tokens][6 q_r] + [head_dim] the projections the entity-aware attention
        gathers its doubled heads from (q | k | v, then w2e | e2w | e2e; a zero head_dim at the end);

@@ -679,6 +679,10 @@ static pf_result pf__resolve_sources(pf_model *m) {
                                              PF__SLOT_DIST_CLASSIFIER_WEIGHT, PF__SLOT_DIST_CLASSIFIER_BIAS};
     for (size_t i = 0; c->teacher_head && i < PF__COUNT(teacher_heads); i++) /* DeiT: the mean of two heads */
         if ((r = pf__scale_source(m, teacher_heads[i], 0.5f))) return r;
+    static const pf__slot region_norms[] = {PF__SLOT_VISUAL_NORM_WEIGHT, PF__SLOT_VISUAL_NORM_BIAS, PF__SLOT_BOX_NORM_WEIGHT,
+                                            PF__SLOT_BOX_NORM_BIAS};
+    for (size_t i = 0; c->two_streams && i < PF__COUNT(region_norms); i++) /* LXMERT: the mean of the two norms */
+        if ((r = pf__scale_source(m, region_norms[i], 0.5f))) return r;
     pf__qkv_layout layout = pf__archs[c->arch].qkv_layout;
     if (c->num_kv_heads != c->num_heads && (layout == PF__QKV_PER_HEAD || layout == PF__QKV_CODEGEN) &&
         pf__arch_tensor_for(c->arch, PF__SLOT_QKV_FUSED_WEIGHT)) /* blocks and groups place fewer k/v heads */
@@ -1036,7 +1040,8 @@ pf_model_info pf_get_info(const pf_model *m) {
     if (c->speech) info.audio_stride = c->speech_config.stride, info.audio_min_samples = c->speech_config.min_samples;
     if (c->conv_subsampler) info.num_mel_bins = c->speech_config.feature_width; /* frame-major, any length */
     if (c->mel_frontend) info.num_mel_bins = c->num_mel_bins, info.mel_major = 1, info.audio_frames = 2 * c->encoder_max_positions;
-    if (m->sources && m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data) info.region_dim = c->visual_embedding_dim;
+    if (m->sources && m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data)
+        info.region_dim = c->visual_embedding_dim, info.region_box_dim = c->visual_pos_dim;
     info.entity_vocab_size = c->entity_vocab_size;
     info.head = c->head;
     info.num_labels = c->num_labels;

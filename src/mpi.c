@@ -85,7 +85,7 @@ static void pf__call_sizes(const pf__group *g, const pf__mpi_call *c, size_t in[
     size_t sizes_in[PF__CALL_NUM_INPUTS] = {N * i4, pf__rope_floats(cf) * f, B * sizeof(int), N * i4, B * sizeof(int),
                                             N * d * f, B * patches * m->sources[PF__SLOT_PATCH_WEIGHT].cols * f,
                                             B * sizeof(int), B * sizeof(int), count * sizeof(int), count * sizeof(int),
-                                            PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)cf->visual_embedding_dim * f,
+                                            PF__BOX_LOOKUPS * N * i4, N * i4, N * (size_t)pf__region_floats(cf) * f,
                                             B * sizeof(int), (size_t)g->stages * 2 * sizeof(int),
                                             PF__TABLE_TYPES * N * i4};
     size_t sizes_out[PF__CALL_OUTPUTS] = {rows * widest * f, rows * d * f, B * d * f, B * (size_t)cf->projection_dim * f,

@@ -109,7 +109,10 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
-        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
+        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, VISUAL_NORM_BIAS)
+        PF__NAME(PF__SLOT_, BOX_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, BOX_PROJECTION_BIAS) PF__NAME(PF__SLOT_, BOX_NORM_WEIGHT)
+        PF__NAME(PF__SLOT_, BOX_NORM_BIAS) PF__NAME(PF__SLOT_, ANSWER_DENSE_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_DENSE_BIAS)
+        PF__NAME(PF__SLOT_, ANSWER_NORM_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_NORM_BIAS) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
         PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
         PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS)
         PF__NAME(PF__SLOT_, COLUMN_TYPE_EMBED) PF__NAME(PF__SLOT_, ROW_TYPE_EMBED) PF__NAME(PF__SLOT_, PREV_LABEL_TYPE_EMBED)
@@ -180,7 +183,8 @@ static const char *pf__slot_name(int v) {
 #undef PF__NAME
 
 typedef const char *(*pf__name_of)(int value);
-#define PF__MAX_TRAIT_VALUE 256 /* above every enumerator a name table spells */
+#define PF__MAX_TRAIT_VALUE 512 /* above every enumerator a name table spells (checked for the slots, the longest) */
+typedef char pf__slots_under_max_trait_value[PF__SLOT_COUNT < PF__MAX_TRAIT_VALUE ? 1 : -1];
 
 /* name (as spelled by a pf__*_name table, upper case) equals text in lower case. */
 static int pf__name_is(const char *name, const char *text) {
@@ -1353,7 +1357,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_POOLER_WEIGHT: case PF__SLOT_CLASSIFIER_DENSE_WEIGHT: *rows = h; *cols = h; break;
     case PF__SLOT_CLASSIFIER_WEIGHT: /* LUKE's entity pairs: two entities' states side by side */
         *rows = (size_t)c->num_labels;
-        *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1);
+        *cols = h * (c->classify_entities > 1 ? (size_t)c->classify_entities : 1) * (c->two_streams ? 2 : 1); /* LXMERT's
+            answer head: after its dense to 2 hidden */
         break;
     case PF__SLOT_CLASSIFIER_BIAS: *rows = (size_t)c->num_labels; break;
     case PF__SLOT_SPAN_WEIGHT: *rows = 2; *cols = h; break;
@@ -1373,6 +1378,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_VISUAL_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_embedding_dim; break;
     case PF__SLOT_VISUAL_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
     case PF__SLOT_VISUAL_POSITION_EMBED: *rows = (size_t)c->max_positions; *cols = h; break;
+    case PF__SLOT_BOX_PROJECTION_WEIGHT: *rows = h; *cols = (size_t)c->visual_pos_dim; break;
+    case PF__SLOT_ANSWER_DENSE_WEIGHT: *rows = 2 * h; *cols = h; break;
+    case PF__SLOT_ANSWER_DENSE_BIAS: case PF__SLOT_ANSWER_NORM_WEIGHT: case PF__SLOT_ANSWER_NORM_BIAS: *rows = 2 * h; break;
     case PF__SLOT_NGRAM_EMBED: *rows = (size_t)c->ngram; *cols = h; break;
     case PF__SLOT_NGRAM_REL_WEIGHT: *rows = (size_t)c->rel_buckets * c->num_heads; *cols = h; break;
     case PF__SLOT_NGRAM_REL_BIAS: *rows = (size_t)c->rel_buckets * c->num_heads; break;

@@ -928,7 +928,15 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->patch_in = (float *)pf__rank_alloc(r, (size_t)g->max_batch * (size_t)(c->max_positions - 1 - c->distillation) *
                                                      m->sources[PF__SLOT_PATCH_WEIGHT].cols * sizeof(float));
     if (m->sources[PF__SLOT_VISUAL_PROJECTION_WEIGHT].data)
-        r->region_in = (float *)pf__rank_alloc(r, T * (size_t)c->visual_embedding_dim * sizeof(float));
+        r->region_in = (float *)pf__rank_alloc(r, T * (size_t)pf__region_floats(c) * sizeof(float));
+    if (c->two_streams) { /* LXMERT's streams, their cross keys and values (pf__rank_two_streams) */
+        for (int k = 0; k < 2; k++) r->stream_x[k] = (float *)pf__rank_alloc(r, T * hidden * sizeof(float));
+        r->stream_k = (float *)pf__rank_alloc(r, 2 * T * kv_width * sizeof(float));
+        r->stream_v = (float *)pf__rank_alloc(r, 2 * T * kv_width * sizeof(float));
+        if (!r->counting && !r->stream_pads && /* host memory: once, not in the counting pass */
+            !(r->stream_pads = (int *)malloc(2 * (size_t)g->max_batch * sizeof(int))))
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     if (c->entity_vocab_size) { /* LUKE: the entities' rows, the entity-aware attention's projections and gathers */
         size_t width = (size_t)c->entity_emb_size > hidden ? (size_t)c->entity_emb_size : hidden;
         r->entity_rows = (float *)pf__rank_alloc(r, T * width * sizeof(float));
@@ -942,7 +950,9 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->projected = (float *)pf__rank_alloc(r, (size_t)g->max_batch * c->projection_dim * sizeof(float));
     if (r->world == 0 && (m->sources[PF__SLOT_CLASSIFIER_WEIGHT].data || m->sources[PF__SLOT_SPAN_WEIGHT].data ||
                           m->sources[PF__SLOT_DISCRIMINATOR_OUT_WEIGHT].data || m->sources[PF__SLOT_NEXT_SENTENCE_WEIGHT].data))
-        r->head_out = (float *)pf__rank_alloc(r, T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) * sizeof(float));
+        r->head_out = (float *)pf__rank_alloc(r, (T * (size_t)(c->num_labels > 2 ? c->num_labels : 2) +
+                                                  (size_t)g->max_batch * m->sources[PF__SLOT_ANSWER_DENSE_WEIGHT].rows) *
+                                                     sizeof(float));
     if (r->backend->alloc_scratch) r->backend->alloc_scratch(r);
 }
 

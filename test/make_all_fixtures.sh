@@ -74,6 +74,7 @@ STEPS=(
 "bpe-file-tokenizers|make_bpe_file_tokenizers.py|transformers tokenizers|5.24|tokenizer-openai-gpt-files, -herbert-files, -ctrl-files, -blenderbot-small, -phobert-files, -bertweet-files (after seq2seq-tokenizers, whose texts it uses)"
 "encoders|make_encoder_fixtures.py|torch transformers sentence_transformers=sentence-transformers|5.23|bert, bert-*, roberta*, mpnet*, electra*, albert*, distilbert*, t5-encoder*, ... (sentence-transformers 6)"
 "visual-bert|make_visual_bert_fixtures.py|torch transformers|5.24|visual-bert, visual-bert-pretraining, -vqa, -nlvr, -mc, -vqa-text (after encoder-tokenizers: tokenizer-bert)"
+"lxmert|make_lxmert_fixtures.py|torch transformers|5.24|lxmert, lxmert-vqa, -vqa-text (after encoder-tokenizers: tokenizer-bert)"
 "luke|make_luke_fixtures.py|torch transformers|5.24|luke, luke-plain, -entity, -pair, -seq, -token, -qa, -mc, -entity-text (after encoder-tokenizers: tokenizer-roberta)"
 "tapas|make_tapas_fixtures.py|torch transformers|5.24|tapas, tapas-absolute, -mlm, -cls, -qa, -qa-empty"
 "seq2seq|make_seq2seq_fixtures.py|torch transformers numpy safetensors sentencepiece|5.23|the *-s2s fixtures (after seq2seq-tokenizers, whose tokenizers they use)"

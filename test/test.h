@@ -113,6 +113,9 @@ typedef struct test_encoder_reference {
     int has_regions;      /* 1: VisualBERT's (regions<i>= and regions.bin): run with pf_encode_regions */
     int num_regions[TEST_ENCODER_ROWS], region_dim; /* each row's regions, after its tokens; their width */
     float regions[TEST_ENCODER_ROWS][TEST_MAX_REGION_FLOATS]; /* each row's features, region after region */
+    int has_region_boxes; /* 1: LXMERT's (boxes.bin beside regions.bin): run with pf_encode_region_boxes */
+    int region_box_dim;
+    float region_boxes[TEST_ENCODER_ROWS][TEST_MAX_REGION_FLOATS]; /* each row's boxes, region after region */
     int has_entities;     /* 1: LUKE's (entities<i>=, mentions<i>=, mention_length=): run with pf_encode_entities */
     int num_entities[TEST_ENCODER_ROWS], mention_length; /* each row's entities, after its tokens */
     int32_t entity_ids[TEST_ENCODER_ROWS][TEST_MAX_ENTITIES];

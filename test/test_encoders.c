@@ -1072,6 +1072,44 @@ static void test_visual_question_cli(void) {
     unlink(bad);
 }
 
+/* build/classify --regions --boxes on an LXMERT answer head (lxmert-vqa-text) against transformers:
+   the question's answer scores with the fixture's 4 regions and their boxes on 2 and 3 ranks; the
+   regions without their boxes, boxes without regions, and a boxes file that is not whole boxes of
+   the model's width, refused. */
+static void test_region_boxes_cli(void) {
+    char binary[1024], dir[1024], command[8192], out[1024], text[512] = "", path[1100], bad[] = "/tmp/pf_boxes_XXXXXX";
+    classify_runs("lxmert-vqa-text", NULL, 0, binary, sizeof binary, dir, sizeof dir, text, sizeof text);
+    for (int ranks = 2; ranks <= 3; ranks++) {
+        snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus %d --regions %s/regions.bin --boxes %s/boxes.bin "
+                 "2>&1", binary, dir, text, ranks, dir, dir);
+        int status = test_run_output(command, out, sizeof out);
+        CHECK_MSG(status == 0, "%s: exit %d: %s", command, status, out);
+        snprintf(path, sizeof path, "%s/vqa.txt", dir);
+        if (status == 0) check_scores(command, out, path);
+    }
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus 1 --regions %s/regions.bin 2>&1", binary, dir, text,
+             dir);
+    int status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "boxes of 0 values; model_type \"lxmert\" takes 4"),
+              "classify --regions without --boxes: exit %d: %s", status, out);
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus 1 --boxes %s/boxes.bin 2>&1", binary, dir, text, dir);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 2, "classify --boxes without --regions: exit %d: %s", status, out);
+    int fd = mkstemp(bad);
+    if (fd < 0 || write(fd, "7 bytes", 7) != 7) {
+        CHECK_MSG(0, "classify --boxes: setting up");
+        if (fd >= 0) close(fd);
+        return;
+    }
+    close(fd);
+    snprintf(command, sizeof command, "%s %s \"%s\" --device cpu --gpus 1 --regions %s/regions.bin --boxes %s 2>&1", binary,
+             dir, text, dir, bad);
+    status = test_run_output(command, out, sizeof out);
+    CHECK_MSG(status == 1 && strstr(out, "holds 7 bytes, not regions of 4 float32 box values each"),
+              "classify --boxes of 7 bytes: exit %d: %s", status, out);
+    unlink(bad);
+}
+
 /* build/classify --entities on a LUKE entity classification head (luke-entity-text) against
    transformers: the first entity's label scores with both entities of entities.txt (the ids and
    token positions LUKE's tokenizer gave), on 2 and 3 ranks; an argument that is not entities, and
@@ -1259,6 +1297,62 @@ static void test_region_refusals(void) {
         CHECK(pf_get_info(m).region_dim == 0);
         CHECK(pf_encode_regions(m, rows, NULL, regions, &count, 20, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
         CHECK(strstr(pf_error_message(m), "model_type \"bert\" takes no object regions") != NULL);
+    }
+    pf_free(m);
+}
+
+/* LXMERT's regions and boxes: pf_encode and pf_encode_regions refused (it needs the boxes), and
+   pf_encode_region_boxes refuses a box width other than the model's, a row without regions,
+   boxes NULL and a box value not finite, naming the row; VisualBERT refuses boxes. */
+static void test_region_box_refusals(void) {
+    pf_model *m = load_on_cpu("lxmert", 2);
+    if (!m) return;
+    CHECK(pf_get_info(m).region_dim == 20 && pf_get_info(m).region_box_dim == 4);
+    static const int32_t ids[3] = {2, 17, 3};
+    static float features[2 * 20], boxes[2 * 4];
+    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++) features[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (size_t i = 0; i < sizeof boxes / sizeof boxes[0]; i++) boxes[i] = (float)(i % 5) * 0.2f;
+    const int32_t *rows[1] = {ids};
+    const float *regions[1] = {features}, *region_boxes[1] = {boxes}, *no_boxes[1] = {NULL};
+    int length = 3, two = 2, none = 0;
+    pf_encoding *e = NULL;
+    CHECK(pf_encode(m, rows, NULL, &length, 1, &e) == PF_ERROR_UNSUPPORTED && !e);
+    CHECK_MSG(strstr(pf_error_message(m), "model_type \"lxmert\" takes object regions with their boxes: "
+                                          "pf_encode_region_boxes runs it") != NULL, "%s", pf_error_message(m));
+    CHECK(pf_encode_regions(m, rows, NULL, regions, &two, 20, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK_MSG(strstr(pf_error_message(m), "boxes of 0 values; model_type \"lxmert\" takes 4 (visual_pos_dim)") != NULL,
+              "%s", pf_error_message(m));
+    static const struct { int count, dim, box_dim, null_boxes, nan_at; const char *message; } bad[] = {
+        {2, 19, 4, 0, -1, "regions of 19 features; model_type \"lxmert\" takes 20 (visual_feat_dim)"},
+        {2, 20, 5, 0, -1, "boxes of 5 values; model_type \"lxmert\" takes 4 (visual_pos_dim)"},
+        {0, 20, 4, 0, -1, "row 0: 0 regions: model_type \"lxmert\" takes 1 or more a row"},
+        {2, 20, 4, 1, -1, "row 0: 2 regions without their boxes (NULL)"},
+        {2, 20, 4, 0, 6, "row 0, region 1: box value 2 is not finite"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        float kept = bad[i].nan_at >= 0 ? boxes[bad[i].nan_at] : 0.0f;
+        if (bad[i].nan_at >= 0) boxes[bad[i].nan_at] = NAN;
+        CHECK(pf_encode_region_boxes(m, rows, NULL, regions, bad[i].null_boxes ? no_boxes : region_boxes, &bad[i].count,
+                                     bad[i].dim, bad[i].box_dim, &length, 1, &e) == PF_ERROR_INVALID_ARGUMENT && !e);
+        CHECK_MSG(strstr(pf_error_message(m), bad[i].message) != NULL, "bad boxes %zu: %s", i, pf_error_message(m));
+        if (bad[i].nan_at >= 0) boxes[bad[i].nan_at] = kept;
+    }
+    CHECK(pf_encode_region_boxes(m, rows, NULL, regions, region_boxes, NULL, 20, 4, &length, 1, &e) ==
+              PF_ERROR_INVALID_ARGUMENT && !e);
+    CHECK(pf_encode_region_boxes(m, rows, NULL, regions, region_boxes, &two, 20, 4, &length, 1, &e) == PF_OK && e);
+    if (e) CHECK(e->offsets[1] == 5);
+    pf_encoding_free(e);
+    pf_free(m);
+    m = load_on_cpu("visual-bert", 1);
+    if (m) {
+        e = NULL;
+        CHECK(pf_get_info(m).region_box_dim == 0);
+        CHECK(pf_encode_region_boxes(m, rows, NULL, regions, region_boxes, &two, 20, 4, &length, 1, &e) ==
+                  PF_ERROR_UNSUPPORTED && !e);
+        CHECK_MSG(strstr(pf_error_message(m), "boxes of 4 values; model_type \"visual_bert\" takes 0 (pf_encode_regions "
+                                              "runs it)") != NULL, "%s", pf_error_message(m));
+        CHECK(pf_encode_region_boxes(m, rows, NULL, regions, NULL, &none, 20, 0, &length, 1, &e) == PF_OK);
+        pf_encoding_free(e);
     }
     pf_free(m);
 }
@@ -1848,6 +1942,10 @@ void test_encoders(void) {
     test_encoder_fixture("visual-bert-nlvr", PF_HEAD_SEQUENCE_CLASSIFICATION, 2, 0);
     test_encoder_fixture("visual-bert-mc", PF_HEAD_MULTIPLE_CHOICE, 1, 0);
     test_region_refusals();
+    test_encoder_fixture("lxmert", PF_HEAD_NONE, 0, 0);
+    test_encoder_fixture("lxmert-vqa", PF_HEAD_SEQUENCE_CLASSIFICATION, 5, 0);
+    test_region_box_refusals();
+    test_region_boxes_cli();
     test_visual_question_cli();
     test_encoder_fixture("tapas", PF_HEAD_NONE, 0, 0);
     test_encoder_fixture("tapas-absolute", PF_HEAD_NONE, 0, 0);

@@ -133,13 +133,17 @@ static void test_decoder(const char *name, int cases) {
     pf_free(alone);
 }
 
-/* The reference's rows through pf_encode, or pf_encode_regions with VisualBERT's regions. */
+/* The reference's rows through pf_encode, or pf_encode_regions with VisualBERT's regions, or
+   pf_encode_region_boxes with LXMERT's regions and boxes. */
 static pf_result encode_rows(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
                              const int32_t *const *types, pf_encoding **e) {
-    const float *regions[TEST_ENCODER_ROWS];
+    const float *regions[TEST_ENCODER_ROWS], *boxes[TEST_ENCODER_ROWS];
     const int32_t *table[TEST_ENCODER_ROWS];
-    for (int b = 0; b < ref->rows; b++) regions[b] = ref->regions[b], table[b] = ref->table[b];
+    for (int b = 0; b < ref->rows; b++) regions[b] = ref->regions[b], boxes[b] = ref->region_boxes[b], table[b] = ref->table[b];
     if (ref->has_table) return pf_encode_table(m, ids, table, ref->lengths, ref->rows, e);
+    if (ref->has_region_boxes)
+        return pf_encode_region_boxes(m, ids, types, regions, boxes, ref->num_regions, ref->region_dim,
+                                      ref->region_box_dim, ref->lengths, ref->rows, e);
     return ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
                                                 ref->rows, e)
                             : pf_encode(m, ids, types, ref->lengths, ref->rows, e);
@@ -762,6 +766,7 @@ int main(int argc, char **argv) {
     RUN("longformer-qa", test_encoder("longformer-qa", "hidden.bin")); /* the question's global tokens */
     RUN("tapas-qa", test_encoder("tapas-qa", "hidden.bin")); /* a step's table rows (positions and types 1 .. 6) */
     RUN("visual-bert-vqa", test_encoder("visual-bert-vqa", "hidden.bin")); /* a step's regions and their counts */
+    RUN("lxmert-vqa", test_encoder("lxmert-vqa", "hidden.bin")); /* a step's regions with their boxes */
     RUN("bart-s2s", test_encoder_decoder("bart-s2s"));
     RUN("t5-s2s", test_encoder_decoder("t5-s2s"));
     RUN("gpt2-tiny", test_to_cpu_refused());

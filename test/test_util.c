@@ -322,23 +322,36 @@ int test_check_gen_case(pf_model *m, const char *what, const test_gen_case *c) {
     return matched;
 }
 
-/* VisualBERT's regions.bin: the rows' region features, row after row, split by ref->num_regions
-   (their width what the file's size gives); 0 on success. */
+/* One file of the regions' floats (VisualBERT's and LXMERT's regions.bin, LXMERT's boxes.bin), row
+   after row, split by ref->num_regions into rows (*width: what the file's size gives a region); 0 on
+   success. */
+static int test_read_region_file(const char *path, const test_encoder_reference *ref, int *width,
+                                 float rows[TEST_ENCODER_ROWS][TEST_MAX_REGION_FLOATS]) {
+    size_t n = 0, regions = 0;
+    for (int b = 0; b < ref->rows; b++) regions += (size_t)ref->num_regions[b];
+    float *values = test_read_floats(path, &n);
+    int ok = values && regions && n % regions == 0;
+    if (ok) *width = (int)(n / regions);
+    for (int b = 0, first = 0; ok && b < ref->rows; first += ref->num_regions[b++] * *width) {
+        size_t count = (size_t)ref->num_regions[b] * *width;
+        ok = ref->num_regions[b] >= 0 && count <= TEST_MAX_REGION_FLOATS;
+        if (ok) memcpy(rows[b], values + first, count * sizeof(float));
+    }
+    free(values);
+    return ok ? 0 : -1;
+}
+
+/* regions.bin, and LXMERT's boxes.bin where the fixture has one; 0 on success. */
 static int test_read_regions(const char *dir, test_encoder_reference *ref) {
     char path[1100];
-    size_t n = 0, regions = 0;
     snprintf(path, sizeof path, "%s/regions.bin", dir);
-    for (int b = 0; b < ref->rows; b++) regions += (size_t)ref->num_regions[b];
-    float *features = test_read_floats(path, &n);
-    int ok = features && regions && n % regions == 0;
-    if (ok) ref->region_dim = (int)(n / regions);
-    for (int b = 0, first = 0; ok && b < ref->rows; first += ref->num_regions[b++] * ref->region_dim) {
-        size_t count = (size_t)ref->num_regions[b] * ref->region_dim;
-        ok = ref->num_regions[b] >= 0 && count <= TEST_MAX_REGION_FLOATS;
-        if (ok) memcpy(ref->regions[b], features + first, count * sizeof(float));
-    }
-    free(features);
-    return ok ? 0 : -1;
+    if (test_read_region_file(path, ref, &ref->region_dim, ref->regions)) return -1;
+    snprintf(path, sizeof path, "%s/boxes.bin", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    fclose(f);
+    ref->has_region_boxes = 1;
+    return test_read_region_file(path, ref, &ref->region_box_dim, ref->region_boxes);
 }
 
 /* LUKE's mentions<i>=: each entity's positions, entities apart by ';', into row's mention_length
@@ -473,10 +486,11 @@ int test_run_output(const char *command, char *out, size_t size) {
 pf_result test_encode_reference(pf_model *m, const test_encoder_reference *ref, const int32_t *const *ids,
                              const int32_t *const *types, const int32_t *const *boxes,
                                 const int32_t *const *global, pf_encoding **e) {
-    const float *regions[TEST_ENCODER_ROWS];
+    const float *regions[TEST_ENCODER_ROWS], *region_boxes[TEST_ENCODER_ROWS];
     const int32_t *entity_ids[TEST_ENCODER_ROWS], *entity_positions[TEST_ENCODER_ROWS];
     for (int b = 0; b < ref->rows; b++) {
         regions[b] = ref->regions[b];
+        region_boxes[b] = ref->region_boxes[b];
         entity_ids[b] = ref->entity_ids[b];
         entity_positions[b] = ref->entity_positions[b];
     }
@@ -486,6 +500,9 @@ pf_result test_encode_reference(pf_model *m, const test_encoder_reference *ref, 
     if (ref->has_entities)
         return pf_encode_entities(m, ids, types, entity_ids, entity_positions, ref->num_entities, ref->mention_length,
                                   ref->lengths, ref->rows, e);
+    if (ref->has_region_boxes)
+        return pf_encode_region_boxes(m, ids, types, regions, region_boxes, ref->num_regions, ref->region_dim,
+                                      ref->region_box_dim, ref->lengths, ref->rows, e);
     return ref->has_boxes     ? pf_encode_layout(m, ids, types, boxes, ref->lengths, ref->rows, e)
            : ref->has_global  ? pf_encode_global(m, ids, types, global, ref->lengths, ref->rows, e)
            : ref->has_regions ? pf_encode_regions(m, ids, types, regions, ref->num_regions, ref->region_dim, ref->lengths,
