@@ -2738,7 +2738,8 @@ PF_PRIVATE pf_result pf__check_closing(pf_model *m);
 PF_PRIVATE void pf__request_unlock(pf_model *m);
 PF_PRIVATE const pf__st_tensor *pf__take_prefixed(pf_model *m, const char *prefix, const char *bare);
 PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix);
-PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why);
+PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **key, const char **why);
+PF_PRIVATE const char *pf__config_key(pf__arch_id arch, size_t offset);
 PF_PRIVATE const char *pf__head_name(pf_head head);
 PF_PRIVATE pf_result pf__check_generates(pf_model *m);
 PF_PRIVATE pf_result pf__check_head_slots(pf_model *m);
@@ -4655,7 +4656,7 @@ PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot
 }
 
 /* The config.json key an architecture reads a field from (its first alias), for messages. */
-static const char *pf__config_key(pf__arch_id arch, size_t offset) {
+PF_PRIVATE const char *pf__config_key(pf__arch_id arch, size_t offset) {
     const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_configs; i++)
         if (rows->configs[i].arch == arch && rows->configs[i].offset == offset && rows->configs[i].key)
@@ -5413,7 +5414,8 @@ static int pf__has_suffix(const char *s, const char *suffix) {
 }
 
 /* An encoder-decoder's towers by its class: ...ForConditionalGeneration (or no architectures) has
-   both and the LM head; ...EncoderModel the encoder alone, as pf_encode's bare encoder. */
+   both and the LM head; ...EncoderModel the encoder alone, as pf_encode's bare encoder; the bare
+   ...Model both towers without a head (pf_encode gives its encoder's output; it does not generate). */
 static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, const char *path, char *message,
                                          size_t size) {
     const char *name = first && first->type == PF__JSON_STRING ? first->string : NULL;
@@ -5429,10 +5431,15 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
         c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
     } else if (pf__has_suffix(name, "ForQuestionAnswering") && pf__arch_tensor_for(c->arch, PF__SLOT_SPAN_WEIGHT)) {
         c->head = PF_HEAD_QUESTION_ANSWERING;
+    } else if (pf__has_suffix(name, "Model") && !pf__has_suffix(name, "HeadModel") &&
+               !pf__arch_tensor_for(c->arch, PF__SLOT_FRONT_CONV_WEIGHT) && !pf__arch_tensor_for(c->arch, PF__SLOT_MEL_CONV1_WEIGHT)) {
+        c->head = PF_HEAD_NONE; /* the bare model of a text encoder-decoder (BigBirdPegasusModel, BartModel): pf_encode
+                                   gives its encoder's output; speech ones' bare models stay refused */
     } else { /* the families whose rows name these heads' tensors: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
                           "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration, "
-                          "MarianMTModel, EncoderDecoderModel and ...EncoderModel are; BART's ...ForSequenceClassification and "
+                          "MarianMTModel, EncoderDecoderModel, ...EncoderModel and the bare ...Model are; BART's "
+                          "...ForSequenceClassification and "
                           "...ForQuestionAnswering)",
                           path, name);
     }
@@ -6152,8 +6159,8 @@ static pf_result pf__config_funnel(const pf__json *json, pf__config *c, const ch
     return PF_OK;
 }
 
-/* BigBird's attention_type: "block_sparse" (transformers' default) or "original_full" (BERT's
-   attention, block_sparse 0); block_size and num_random_blocks sized for the blocks' arithmetic.
+/* BigBird's attention_type (BigBirdPegasus's encoder's): "block_sparse" (transformers' default) or
+   "original_full" (BERT's attention, block_sparse 0); block_size and num_random_blocks sized for the blocks' arithmetic.
    BigBirdForQuestionAnswering is refused: its own head (a BERT feed-forward block before qa_outputs)
    and its logits' question mask (question_lengths) are not implemented. */
 static pf_result pf__config_block_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
@@ -6174,7 +6181,7 @@ static pf_result pf__config_block_sparse(const pf__json *json, pf__config *c, co
     if (c->block_sparse && c->sparse_random == 0) /* its gathered random keys: an empty view */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_random_blocks\" 0 with block-sparse attention "
                           "is not supported (transformers' fails on it)", path);
-    if (c->head == PF_HEAD_QUESTION_ANSWERING)
+    if (c->head == PF_HEAD_QUESTION_ANSWERING && pf__archs[c->arch].kind == PF__KIND_ENCODER) /* BigBirdPegasus's: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"BigBirdForQuestionAnswering\" is not "
                           "supported (its own head, a feed-forward block before qa_outputs, and its question mask)", path);
     return PF_OK;
@@ -35870,19 +35877,31 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     return PF_OK;
 }
 
-/* For a PF__IF_ need: 1 if the config wants the tensor, 0 if it rules it out, with *why the
-   config's say in words; -1 for the needs that do not follow the config. */
-PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why) {
+/* A bias switch's say: *key the config.json key the family reads it from (BigBird's use_bias,
+   Falcon's bias, ...), *why "is true" / "is false"; a family that fixes it has no key: *key NULL,
+   *why the whole phrase. */
+static int pf__bias_need(const pf__config *c, size_t field, int value, const char *what, const char **key, const char **why) {
+    const char *name = pf__config_key(c->arch, field);
+    int derived = !strcmp(name, "(derived)");
+    *key = derived ? NULL : name;
+    *why = !derived ? (value ? "is true" : "is false") : value ? what : "the family has none of them";
+    return value != 0;
+}
+
+/* For a PF__IF_ need: 1 if the config wants the tensor, 0 if it rules it out, with the config's
+   say in words: *key a config.json key and *why what it says ("is false"), or *key NULL and *why
+   the whole of it; -1 for the needs that do not follow the config. */
+PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **key, const char **why) {
+    *key = NULL;
     switch (need) {
     case PF__IF_ATTENTION_BIAS:
-        *why = c->attention_bias ? "attention_bias is true" : "attention_bias is false";
-        return c->attention_bias != 0;
+        return pf__bias_need(c, offsetof(pf__config, attention_bias), c->attention_bias,
+                             "the family has attention biases", key, why);
     case PF__IF_MLP_BIAS:
-        *why = c->mlp_bias ? "mlp_bias is true" : "mlp_bias is false";
-        return c->mlp_bias != 0;
+        return pf__bias_need(c, offsetof(pf__config, mlp_bias), c->mlp_bias, "the family has MLP biases", key, why);
     case PF__IF_LM_HEAD_BIAS:
-        *why = c->lm_head_bias ? "lm_head_bias is true" : "lm_head_bias is false";
-        return c->lm_head_bias != 0;
+        return pf__bias_need(c, offsetof(pf__config, lm_head_bias), c->lm_head_bias, "the family has an LM head bias",
+                             key, why);
     case PF__IF_FINAL_NORM:
         *why = !c->pre_norm ? "the blocks are post-norm (do_layer_norm_before false), without a final norm"
                : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";
@@ -36143,8 +36162,8 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
         if (group >= 0 && pf__stream_group_of(t->pattern) != group) continue; /* another group's blocks */
-        const char *why = NULL;
-        if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
+        const char *key = NULL, *why = NULL;
+        if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &key, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         /* a pattern of two %d (Funnel's blocks.B.L): the layer's block and its place in it; Funnel's
@@ -39601,7 +39620,9 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     if (bad) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s", bad);
     if (o->global_attention && !(pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ && m->config.local_attention))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: global_attention needs an encoder-decoder whose encoder "
-                        "has Longformer's global attention (LED); model_type \"%s\" has none", m->config.model_type);
+                        "has Longformer's global attention (LED); model_type \"%s\" has none%s", m->config.model_type,
+                        m->config.sparse_block > 0 ? " (BigBird's global tokens are its first and last blocks: fixed, not "
+                                                     "chosen)" : "");
     if ((m->config.xlnet || m->config.transfo_xl) && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: %s generates one prompt, one sequence at a time "
                         "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's",
@@ -41629,8 +41650,9 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
 
 /* pf__need_by_config, and the needs that follow the layer: a mixture of experts' layers have a
    router and experts (layer_sparse), the others a dense MLP. */
-static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **why) {
-    if (!pf__need_follows_layer(need)) return pf__need_by_config(c, need, why);
+static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **key, const char **why) {
+    *key = NULL;
+    if (!pf__need_follows_layer(need)) return pf__need_by_config(c, need, key, why);
     int sparse = c->layer_sparse && c->layer_sparse[layer];
     if (need == PF__IF_SHARED_EXPERT) {
         *why = !sparse ? "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)"
@@ -41701,15 +41723,16 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
             if (other)
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
                                 st->name, other->name);
-            const char *why = NULL;
-            int by_config = pf__need_by_layer(c, t->need, l, &why), wanted = by_config > 0;
+            const char *key = NULL, *why = NULL;
+            int by_config = pf__need_by_layer(c, t->need, l, &key, &why), wanted = by_config > 0;
             if (by_config >= 0 && st && !wanted)
-                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
-                                m->dir, st->name, why);
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s%s%s",
+                                m->dir, st->name, key ? key : "", key ? " " : "", why);
             if (!st) {
                 if (t->need == PF__OPTIONAL || by_config == -2 || (by_config >= 0 && !wanted)) continue;
                 if (by_config >= 0)
-                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s)", m->dir, name, why);
+                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s%s%s)", m->dir, name,
+                                    key ? key : "", key ? " " : "", why);
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
             }
             if (st->dtype == PF__DTYPE_OTHER)

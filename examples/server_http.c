@@ -148,7 +148,9 @@ static MHD_Result send_json(struct MHD_Connection *connection, unsigned status, 
 /* The HTTP status of a failed call: the caller's fault, a model that cannot take the request now
    (its queue is full, or it is being freed at shutdown), or ours. */
 static unsigned http_status(pf_result r) {
-    if (r == PF_ERROR_INVALID_ARGUMENT) return 400;
+    /* a request asking for what this model does not do (global_attention on a model without global
+       tokens, a schema feature the constraint lacks) is the client's to change */
+    if (r == PF_ERROR_INVALID_ARGUMENT || r == PF_ERROR_UNSUPPORTED) return 400;
     if (r == PF_ERROR_BUSY || r == PF_ERROR_CANCELLED) return 503;
     return 500;
 }
@@ -462,6 +464,7 @@ static void make_plan(const completion_request *request, generation_plan *plan) 
     o->stop_strings = (const char *const *)request->stop;
     o->num_stop_strings = request->num_stop;
     o->json_constraint = request->json_constraint;
+    if (request->global_row) o->global_attention = request->global_rows;
 }
 
 static json_t *usage_json(int prompt_tokens, int completion_tokens) {
@@ -978,6 +981,22 @@ static MHD_Result apply_template(struct MHD_Connection *connection, const char *
     return send_json(connection, 200, answer);
 }
 
+/* The request's global_attention positions as a 0 or 1 for each of the prompt's tokens
+   (pf_generate_options.global_attention's row); 0, or -1 with the reason in error. */
+static int global_row(completion_request *request, int prompt_length, char *error, size_t error_size) {
+    if (!(request->global_row = (int32_t *)calloc((size_t)prompt_length, sizeof *request->global_row)))
+        return snprintf(error, error_size, "out of memory"), -1;
+    for (int i = 0; i < request->num_global_positions; i++) {
+        int32_t at = request->global_positions[i];
+        if (at >= prompt_length)
+            return snprintf(error, error_size, "'global_attention': position %d is past the prompt's %d tokens", (int)at,
+                            prompt_length), -1;
+        request->global_row[at] = 1;
+    }
+    request->global_rows[0] = request->global_row;
+    return 0;
+}
+
 static MHD_Result completions(struct MHD_Connection *connection, int chat, const char *body, size_t length) {
     completion_request request;
     char error[512];
@@ -1003,7 +1022,8 @@ static MHD_Result completions(struct MHD_Connection *connection, int chat, const
     int prompt_length = 0;
     int32_t *prompt = request.prompt_ids ? prompt_from_ids(&request, &prompt_length, error, sizeof error)
                                          : tokenize_prompt(request.prompt, templated, &prompt_length, error, sizeof error);
-    if (!prompt) {
+    if (!prompt || (request.global_positions && global_row(&request, prompt_length, error, sizeof error))) {
+        free(prompt);
         completion_request_free(&request);
         return send_error(connection, 400, error);
     }

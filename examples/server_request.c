@@ -273,7 +273,7 @@ static const struct {
     {"tool_choice", CHAT, 0}, {"parallel_tool_calls", CHAT, 0}, {"functions", CHAT, 1}, {"function_call", CHAT, 1},
     {"suffix", COMPLETIONS, 1}, {"best_of", COMPLETIONS, 1}, {"store", CHAT, 1}, {"metadata", CHAT, 1},
     {"service_tier", BOTH, 1}, {"modalities", CHAT, 1}, {"audio", CHAT, 1}, {"prediction", CHAT, 1},
-    {"reasoning_effort", CHAT, 1}, {"web_search_options", CHAT, 1},
+    {"reasoning_effort", CHAT, 1}, {"web_search_options", CHAT, 1}, {"global_attention", COMPLETIONS, 0},
 };
 
 /* A field this server does not implement, given a value that asks for nothing (null, false, 0, an
@@ -368,6 +368,28 @@ static int parse_prompt_ids(json_t *array, completion_request *out, char *error,
         out->prompt_ids[i] = (int32_t)json_integer_value(id);
     }
     out->num_prompt_ids = (int)n;
+    return 0;
+}
+
+/* completions' "global_attention": the prompt's token positions (from 0) with global attention, for
+   an encoder-decoder whose encoder has Longformer's (LED; transformers' generate(global_attention_mask)
+   with a 1 at each); null or absent: none. Positions past the prompt are refused by the server,
+   which knows its length; a model without global attention by the library. */
+static int parse_global_attention(json_t *positions, completion_request *out, char *error, size_t error_size) {
+    if (!positions || json_is_null(positions)) return 0;
+    size_t n = json_array_size(positions);
+    if (!json_is_array(positions) || n > MAX_PROMPT_IDS)
+        return fail(error, error_size, "'global_attention' must be a list of at most %d prompt token positions", MAX_PROMPT_IDS);
+    if (n && !(out->global_positions = (int32_t *)malloc(n * sizeof *out->global_positions)))
+        return fail(error, error_size, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *at = json_array_get(positions, i);
+        if (!json_is_integer(at) || json_integer_value(at) < 0 || json_integer_value(at) >= MAX_PROMPT_IDS)
+            return fail(error, error_size, "'global_attention': entry %zu is not a prompt token position (0 to %d)", i,
+                        MAX_PROMPT_IDS - 1);
+        out->global_positions[i] = (int32_t)json_integer_value(at);
+    }
+    out->num_global_positions = (int)n;
     return 0;
 }
 
@@ -497,6 +519,7 @@ int parse_completion_request(const char *body, size_t length, int chat, const re
         status = fail(error, error_size, "'response_format' and 'tool_choice' \"%s\" both set the reply's form: give one",
                       out->tools.choice == TOOL_CHOICE_NAMED ? "function" : "required");
     if (!status) status = parse_stop(json_object_get(root, "stop"), out, error, error_size);
+    if (!status && !chat) status = parse_global_attention(json_object_get(root, "global_attention"), out, error, error_size);
     out->max_tokens = (int)max_tokens;
     out->n = (int)n;
     out->top_k = top_k > 0 ? (int)top_k : 0;
@@ -519,6 +542,8 @@ void completion_request_free(completion_request *request) {
     free(request->logit_bias);
     free(request->user);
     free(request->json_schema);
+    free(request->global_positions);
+    free(request->global_row);
     pf_json_constraint_free(request->json_constraint);
     memset(request, 0, sizeof *request);
 }

@@ -57,6 +57,11 @@ typedef struct completion_request {
     int json_output;    /* response_format json_object or json_schema: the output is JSON */
     char *json_schema;  /* json_schema's schema as JSON text (NULL: any JSON object); owned */
     pf_json_constraint *json_constraint; /* built by the server from the two above; owned */
+    int32_t *global_positions; /* completions' "global_attention": prompt token positions given global
+                                  attention (an LED's encoder); owned, NULL when absent */
+    int num_global_positions;
+    int32_t *global_row;       /* built by the server from the positions: a 0 or 1 a prompt token; owned */
+    const int32_t *global_rows[1]; /* pf_generate_options.global_attention: {global_row} */
 } completion_request;
 
 /* Parses and checks a request body. Returns 0, or an HTTP status (400) with the reason in error.

@@ -242,19 +242,31 @@ PF_PRIVATE pf_result pf__account_tensors(pf_model *m, const char *prefix) {
     return PF_OK;
 }
 
-/* For a PF__IF_ need: 1 if the config wants the tensor, 0 if it rules it out, with *why the
-   config's say in words; -1 for the needs that do not follow the config. */
-PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **why) {
+/* A bias switch's say: *key the config.json key the family reads it from (BigBird's use_bias,
+   Falcon's bias, ...), *why "is true" / "is false"; a family that fixes it has no key: *key NULL,
+   *why the whole phrase. */
+static int pf__bias_need(const pf__config *c, size_t field, int value, const char *what, const char **key, const char **why) {
+    const char *name = pf__config_key(c->arch, field);
+    int derived = !strcmp(name, "(derived)");
+    *key = derived ? NULL : name;
+    *why = !derived ? (value ? "is true" : "is false") : value ? what : "the family has none of them";
+    return value != 0;
+}
+
+/* For a PF__IF_ need: 1 if the config wants the tensor, 0 if it rules it out, with the config's
+   say in words: *key a config.json key and *why what it says ("is false"), or *key NULL and *why
+   the whole of it; -1 for the needs that do not follow the config. */
+PF_PRIVATE int pf__need_by_config(const pf__config *c, pf__need need, const char **key, const char **why) {
+    *key = NULL;
     switch (need) {
     case PF__IF_ATTENTION_BIAS:
-        *why = c->attention_bias ? "attention_bias is true" : "attention_bias is false";
-        return c->attention_bias != 0;
+        return pf__bias_need(c, offsetof(pf__config, attention_bias), c->attention_bias,
+                             "the family has attention biases", key, why);
     case PF__IF_MLP_BIAS:
-        *why = c->mlp_bias ? "mlp_bias is true" : "mlp_bias is false";
-        return c->mlp_bias != 0;
+        return pf__bias_need(c, offsetof(pf__config, mlp_bias), c->mlp_bias, "the family has MLP biases", key, why);
     case PF__IF_LM_HEAD_BIAS:
-        *why = c->lm_head_bias ? "lm_head_bias is true" : "lm_head_bias is false";
-        return c->lm_head_bias != 0;
+        return pf__bias_need(c, offsetof(pf__config, lm_head_bias), c->lm_head_bias, "the family has an LM head bias",
+                             key, why);
     case PF__IF_FINAL_NORM:
         *why = !c->pre_norm ? "the blocks are post-norm (do_layer_norm_before false), without a final norm"
                : c->remove_final_norm ? "_remove_final_layer_norm is true" : "the blocks are pre-norm, with a final norm";
@@ -515,8 +527,8 @@ PF_PRIVATE const pf__st_tensor *pf__take_slot(pf_model *m, const char *prefix, p
         char pattern[256], full[300];
         if (t->arch != m->config.arch || t->slot != slot || t->encoder != encoder) continue;
         if (group >= 0 && pf__stream_group_of(t->pattern) != group) continue; /* another group's blocks */
-        const char *why = NULL;
-        if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &why) == 0 &&
+        const char *key = NULL, *why = NULL;
+        if (!pf__need_follows_layer(t->need) && pf__need_by_config(&m->config, t->need, &key, &why) == 0 &&
             pf__is_buffer(rows, m->config.arch, t->pattern))
             continue; /* a spelling the config rules out that is also a copy of another: the buffers take it */
         /* a pattern of two %d (Funnel's blocks.B.L): the layer's block and its place in it; Funnel's

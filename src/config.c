@@ -435,7 +435,7 @@ PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot
 }
 
 /* The config.json key an architecture reads a field from (its first alias), for messages. */
-static const char *pf__config_key(pf__arch_id arch, size_t offset) {
+PF_PRIVATE const char *pf__config_key(pf__arch_id arch, size_t offset) {
     const pf__policy_rows *rows = pf__rows(arch);
     for (size_t i = 0; i < rows->num_configs; i++)
         if (rows->configs[i].arch == arch && rows->configs[i].offset == offset && rows->configs[i].key)
@@ -1193,7 +1193,8 @@ static int pf__has_suffix(const char *s, const char *suffix) {
 }
 
 /* An encoder-decoder's towers by its class: ...ForConditionalGeneration (or no architectures) has
-   both and the LM head; ...EncoderModel the encoder alone, as pf_encode's bare encoder. */
+   both and the LM head; ...EncoderModel the encoder alone, as pf_encode's bare encoder; the bare
+   ...Model both towers without a head (pf_encode gives its encoder's output; it does not generate). */
 static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, const char *path, char *message,
                                          size_t size) {
     const char *name = first && first->type == PF__JSON_STRING ? first->string : NULL;
@@ -1209,10 +1210,15 @@ static pf_result pf__config_seq2seq_head(const pf__json *first, pf__config *c, c
         c->head = PF_HEAD_SEQUENCE_CLASSIFICATION;
     } else if (pf__has_suffix(name, "ForQuestionAnswering") && pf__arch_tensor_for(c->arch, PF__SLOT_SPAN_WEIGHT)) {
         c->head = PF_HEAD_QUESTION_ANSWERING;
+    } else if (pf__has_suffix(name, "Model") && !pf__has_suffix(name, "HeadModel") &&
+               !pf__arch_tensor_for(c->arch, PF__SLOT_FRONT_CONV_WEIGHT) && !pf__arch_tensor_for(c->arch, PF__SLOT_MEL_CONV1_WEIGHT)) {
+        c->head = PF_HEAD_NONE; /* the bare model of a text encoder-decoder (BigBirdPegasusModel, BartModel): pf_encode
+                                   gives its encoder's output; speech ones' bare models stay refused */
     } else { /* the families whose rows name these heads' tensors: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED,
                           "%s: architecture \"%s\" is not supported (its head; ...ForConditionalGeneration, "
-                          "MarianMTModel, EncoderDecoderModel and ...EncoderModel are; BART's ...ForSequenceClassification and "
+                          "MarianMTModel, EncoderDecoderModel, ...EncoderModel and the bare ...Model are; BART's "
+                          "...ForSequenceClassification and "
                           "...ForQuestionAnswering)",
                           path, name);
     }
@@ -1932,8 +1938,8 @@ static pf_result pf__config_funnel(const pf__json *json, pf__config *c, const ch
     return PF_OK;
 }
 
-/* BigBird's attention_type: "block_sparse" (transformers' default) or "original_full" (BERT's
-   attention, block_sparse 0); block_size and num_random_blocks sized for the blocks' arithmetic.
+/* BigBird's attention_type (BigBirdPegasus's encoder's): "block_sparse" (transformers' default) or
+   "original_full" (BERT's attention, block_sparse 0); block_size and num_random_blocks sized for the blocks' arithmetic.
    BigBirdForQuestionAnswering is refused: its own head (a BERT feed-forward block before qa_outputs)
    and its logits' question mask (question_lengths) are not implemented. */
 static pf_result pf__config_block_sparse(const pf__json *json, pf__config *c, const char *path, char *message,
@@ -1954,7 +1960,7 @@ static pf_result pf__config_block_sparse(const pf__json *json, pf__config *c, co
     if (c->block_sparse && c->sparse_random == 0) /* its gathered random keys: an empty view */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_random_blocks\" 0 with block-sparse attention "
                           "is not supported (transformers' fails on it)", path);
-    if (c->head == PF_HEAD_QUESTION_ANSWERING)
+    if (c->head == PF_HEAD_QUESTION_ANSWERING && pf__archs[c->arch].kind == PF__KIND_ENCODER) /* BigBirdPegasus's: BART's */
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"BigBirdForQuestionAnswering\" is not "
                           "supported (its own head, a feed-forward block before qa_outputs, and its question mask)", path);
     return PF_OK;

@@ -362,7 +362,9 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
     if (bad) return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "generate options: %s", bad);
     if (o->global_attention && !(pf__archs[m->config.arch].kind == PF__KIND_SEQ2SEQ && m->config.local_attention))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: global_attention needs an encoder-decoder whose encoder "
-                        "has Longformer's global attention (LED); model_type \"%s\" has none", m->config.model_type);
+                        "has Longformer's global attention (LED); model_type \"%s\" has none%s", m->config.model_type,
+                        m->config.sparse_block > 0 ? " (BigBird's global tokens are its first and last blocks: fixed, not "
+                                                     "chosen)" : "");
     if ((m->config.xlnet || m->config.transfo_xl) && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: %s generates one prompt, one sequence at a time "
                         "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's",

@@ -143,8 +143,9 @@ static pf_result pf__take_source(pf_model *m, const pf__arch_tensor *t, const pf
 
 /* pf__need_by_config, and the needs that follow the layer: a mixture of experts' layers have a
    router and experts (layer_sparse), the others a dense MLP. */
-static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **why) {
-    if (!pf__need_follows_layer(need)) return pf__need_by_config(c, need, why);
+static int pf__need_by_layer(const pf__config *c, pf__need need, int layer, const char **key, const char **why) {
+    *key = NULL;
+    if (!pf__need_follows_layer(need)) return pf__need_by_config(c, need, key, why);
     int sparse = c->layer_sparse && c->layer_sparse[layer];
     if (need == PF__IF_SHARED_EXPERT) {
         *why = !sparse ? "the layer has a dense MLP (num_experts, decoder_sparse_step, mlp_only_layers)"
@@ -215,15 +216,16 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
             if (other)
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensors '%s' and '%s' are two spellings of one weight", m->dir,
                                 st->name, other->name);
-            const char *why = NULL;
-            int by_config = pf__need_by_layer(c, t->need, l, &why), wanted = by_config > 0;
+            const char *key = NULL, *why = NULL;
+            int by_config = pf__need_by_layer(c, t->need, l, &key, &why), wanted = by_config > 0;
             if (by_config >= 0 && st && !wanted)
-                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s",
-                                m->dir, st->name, why);
+                return PF__FAIL(m, PF_ERROR_FORMAT, "%s: tensor '%s' is in the checkpoint but config.json says %s%s%s",
+                                m->dir, st->name, key ? key : "", key ? " " : "", why);
             if (!st) {
                 if (t->need == PF__OPTIONAL || by_config == -2 || (by_config >= 0 && !wanted)) continue;
                 if (by_config >= 0)
-                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s)", m->dir, name, why);
+                    return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s' (config.json says %s%s%s)", m->dir, name,
+                                    key ? key : "", key ? " " : "", why);
                 return PF__FAIL(m, PF_ERROR_FORMAT, "%s: missing tensor '%s'", m->dir, name);
             }
             if (st->dtype == PF__DTYPE_OTHER)

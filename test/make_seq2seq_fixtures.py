@@ -294,3 +294,37 @@ for name, family, seed, ids in (('bert2bert-s2s', transformers.BertConfig, 21, (
     start, pad, eos = ids
     make(name, encoder_decoder(family), 'EncoderDecoderModel', dict(decoder_start_token_id=start, pad_token_id=pad, eos_token_id=eos))
     cases(name, 'EncoderDecoderModel')
+
+
+# LED with the BART tokenizer's vocabulary (make_text's led-text-s2s), for the server's
+# global_attention field (test/test_server.sh): server_global.txt holds a prompt's ids, the
+# positions given global attention, and transformers' greedy text (10 new tokens, special tokens
+# skipped) with generate(global_attention_mask=...) and without it, which must differ.
+if not ONLY or 'led-text-s2s' in ONLY:
+    torch.manual_seed(37)
+    make_text('led-text-s2s', 'LEDConfig', 'LEDForConditionalGeneration', LED, 'tokenizer-bart')
+    d = FIXTURES / 'led-text-s2s'
+    m = transformers.LEDForConditionalGeneration.from_pretrained(d).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(d)
+    def greedy_text(ids, global_positions):
+        mask = torch.tensor([[int(t in global_positions) for t in range(len(ids))]])
+        with torch.no_grad():
+            out = m.generate(torch.tensor([ids]), global_attention_mask=mask, max_new_tokens=10, do_sample=False, num_beams=1)
+        return tok.decode(out[0], skip_special_tokens=True)
+    # the first prompt and global tokens that change the text (this random model repeats one token
+    # whatever the source, under most)
+    found = None
+    for text in ("The house is wonderful, and the garden is green in the morning.", "Hello world", "a b c d e f g"):
+        ids = tok(text).input_ids
+        for positions in ([0, 5], [0, 3], [1], [0], [2, 4], [1, 3]):
+            with_global, without = greedy_text(ids, positions), greedy_text(ids, [])
+            if max(positions) < len(ids) and with_global != without:
+                found = ids, positions, with_global, without
+                break
+        if found:
+            break
+    if not found:
+        raise SystemExit("led-text-s2s: no global tokens found that change the greedy text")
+    ids, positions, with_global, without = found
+    (d / 'server_global.txt').write_text("prompt=" + ",".join(map(str, ids)) + "\nglobal=" + ",".join(map(str, positions))
+                                         + "\nwith=" + json.dumps(with_global) + "\nwithout=" + json.dumps(without) + "\n")

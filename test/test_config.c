@@ -641,9 +641,9 @@ static void test_big_bird_refusals(void) {
          PF_ERROR_FORMAT},
         {"big-bird", "\"num_random_blocks\": 2", "\"num_random_blocks\": -1",
          "\"block_size\" 4 or \"num_random_blocks\" -1 does not fit", PF_ERROR_FORMAT},
-        {"big-bird", "\"use_bias\": true", "\"use_bias\": false", "attention.self.query.bias' is in the checkpoint",
+        {"big-bird", "\"use_bias\": true", "\"use_bias\": false", "attention.self.query.bias' is in the checkpoint but config.json says use_bias is false",
          PF_ERROR_FORMAT},
-        {"big-bird-rescale", "\"use_bias\": false", "\"use_bias\": true", "missing tensor 'encoder.layer.0.attention.self.query.bias'",
+        {"big-bird-rescale", "\"use_bias\": false", "\"use_bias\": true", "missing tensor 'encoder.layer.0.attention.self.query.bias' (config.json says use_bias is true)",
          PF_ERROR_FORMAT},
         {"big-bird-cls", "\"BigBirdForSequenceClassification\"", "\"BigBirdForQuestionAnswering\"",
          "\"BigBirdForQuestionAnswering\" is not supported", PF_ERROR_UNSUPPORTED},
@@ -713,6 +713,31 @@ static void test_xlnet_refusals(void) {
          PF_ERROR_UNSUPPORTED},
         {"xlnet-mc", "\"summary_use_proj\": true", "\"summary_use_proj\": true, \"summary_proj_to_labels\": true",
          "\"summary_proj_to_labels\" is not supported", PF_ERROR_UNSUPPORTED},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        char what[200];
+        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
+        expect_load(what, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
+/* BigBirdPegasus: BigBird's attention keys refused as BigBird's are, the q/k/v and output biases of
+   both towers exactly where use_bias says (the message names use_bias), the decoder alone refused. */
+static void test_bigbird_pegasus_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+        {"bigbird-pegasus-s2s", "\"attention_type\": \"block_sparse\"", "\"attention_type\": \"sparse\"",
+         "\"attention_type\" \"sparse\" is not supported", PF_ERROR_UNSUPPORTED},
+        {"bigbird-pegasus-s2s", "\"num_random_blocks\": 1", "\"num_random_blocks\": 0",
+         "\"num_random_blocks\" 0 with block-sparse attention is not supported", PF_ERROR_UNSUPPORTED},
+        {"bigbird-pegasus-s2s", "\"use_bias\": true", "\"use_bias\": false",
+         "self_attn.self.query.bias' is in the checkpoint but config.json says use_bias is false", PF_ERROR_FORMAT},
+        {"bigbird-pegasus-cls", "\"use_bias\": false", "\"use_bias\": true",
+         "missing tensor 'model.encoder.layers.0.self_attn.self.query.bias' (config.json says use_bias is true)",
+         PF_ERROR_FORMAT},
+        {"bigbird-pegasus-s2s", "\"BigBirdPegasusForConditionalGeneration\"", "\"BigBirdPegasusForCausalLM\"",
+         "\"BigBirdPegasusForCausalLM\" is not supported", PF_ERROR_UNSUPPORTED},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (copy_fixture(cases[i].fixture)) return;
@@ -1721,6 +1746,7 @@ void test_config(void) {
     test_convbert_refusals();
     test_funnel_refusals();
     test_big_bird_refusals();
+    test_bigbird_pegasus_refusals();
     test_xlnet_refusals();
     test_transfo_xl_refusals();
     test_xlm_refusals();

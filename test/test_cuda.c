@@ -1516,10 +1516,9 @@ static void test_encoder(const char *name) {
     CHECK_MSG(r == PF_OK, "%s on the CPU: %s", name, pf_error_message(m));
     int xlm = (!strncmp(name, "xlm", 3) && strncmp(name, "xlm-roberta", 11)) || !strncmp(name, "flaubert", 8);
     int uneven = !strncmp(name, "convbert", 8) || !strncmp(name, "visual-bert", 11) || !strncmp(name, "funnel", 6) ||
-                 !strncmp(name, "lxmert", 6) ||
-                 !strncmp(name, "luke", 4) || !strncmp(name, "big-bird", 8) || !strncmp(name, "xlnet", 5) ||
-                 !strncmp(name, "tapas", 5) || !strncmp(name, "transfo-xl", 10) ||
-                 xlm; /* 4 heads: 2, 1, 1 (Transformer-XL's 3: 2, 1 and 1, 1, 1) */
+                 !strncmp(name, "lxmert", 6) || !strncmp(name, "luke", 4) || !strncmp(name, "big-bird", 8) ||
+                 !strncmp(name, "bigbird-pegasus", 15) || !strncmp(name, "xlnet", 5) || !strncmp(name, "tapas", 5) ||
+                 !strncmp(name, "transfo-xl", 10) || xlm; /* 4 heads: 2, 1, 1 (Transformer-XL's 3: 2, 1 and 1, 1, 1) */
     int most_ranks = uneven ? 3 : 2;
     for (int ranks = 1; r == PF_OK && ranks <= most_ranks; ranks++) {
         pf_encoding *got = NULL;

@@ -1916,6 +1916,11 @@ void test_encoders(void) {
     test_encoder_fixture_of("bart-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
     test_encoder_fixture_of("bart-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
     test_encoder_fixture_of("led-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER); /* BART's head over LED's towers */
+    /* BART's heads over BigBirdPegasus's towers: sources of 41, 30 and 28 tokens block-sparse under
+       the classifier's blocks of 3, every source fully under the QA fixture's original_full */
+    test_encoder_fixture_of("bigbird-pegasus-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
+    test_encoder_fixture_of("bigbird-pegasus-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
+    test_encoder_fixture_of("bigbird-pegasus", PF_HEAD_NONE, 0, 0, ENCODER_DECODER); /* the bare model: its encoder's output */
     test_encoder_fixture_of("t5-cls", PF_HEAD_SEQUENCE_CLASSIFICATION, 3, 0, ENCODER_DECODER);
     test_encoder_fixture_of("t5-qa", PF_HEAD_QUESTION_ANSWERING, 2, 1, ENCODER_DECODER);
     test_encoder_fixture("dpr-question", PF_HEAD_NONE, 0, 0);

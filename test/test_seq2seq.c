@@ -796,16 +796,39 @@ static void test_speech2text(void) {
     free(padded);
 }
 
+/* BigBirdPegasus's global tokens are its encoder's first and last blocks, not chosen tokens:
+   generate options' global_attention (LED's) is refused saying so. */
+static void test_bigbird_pegasus_no_global_tokens(void) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/bigbird-pegasus-s2s", test_fixtures);
+    pf_model *m = NULL;
+    pf_result r = pf_load(dir, NULL, &m);
+    CHECK_MSG(r == PF_OK, "loading bigbird-pegasus-s2s: %s", pf_error_message(m));
+    static const int32_t prompt[] = {5, 77, 31, 101, 1}, global[] = {1, 0, 0, 0, 0};
+    const int32_t *rows[1] = {global};
+    pf_generate_options o = pf_generate_options_init();
+    o.max_new_tokens = 2;
+    o.global_attention = rows;
+    int32_t out[8];
+    int n = 0;
+    r = r ? r : pf_generate(m, prompt, 5, &o, out, 8, &n);
+    CHECK_MSG(r == PF_ERROR_UNSUPPORTED && strstr(pf_error_message(m), "BigBird's global tokens are its first and last blocks"),
+              "bigbird-pegasus-s2s with global_attention: %d %s", (int)r, pf_error_message(m));
+    pf_free(m);
+}
+
 void test_seq2seq(void) {
     static const char *const fixtures[] = {"t5-s2s", "t5v11-s2s", "bart-s2s", "mbart-s2s", "blenderbot-s2s", "blenderbot-small-s2s", "marian-s2s", "marian-separate-s2s", "pegasus-s2s",
                                               "m2m100-s2s", "mt5-s2s", "fsmt-s2s", "bert2bert-s2s", "bert-generation-s2s",
-                                              "roberta2roberta-s2s", "led-s2s", "prophetnet-s2s", "xlm-prophetnet-s2s"};
+                                              "roberta2roberta-s2s", "led-s2s", "prophetnet-s2s", "xlm-prophetnet-s2s",
+                                              "bigbird-pegasus-s2s"};
     for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) test_seq2seq_fixture(fixtures[i]);
     test_text_fixture("t5-text-s2s");
     test_text_fixture("bart-text-s2s");
     test_text_fixture("byt5-text-s2s");
     test_text_fixture("marian-text-s2s");
     test_led_global_tokens();
+    test_bigbird_pegasus_no_global_tokens();
     test_unread_tokenizer();
     test_untied_t5();
     test_speech2text();

@@ -2,7 +2,8 @@
 # make test-server: starts build/server on a free 127.0.0.1 port with the gpt2-tiny fixture, calls
 # every route with curl, checks greedy outputs against build/generate's, the error cases, streaming
 # (and a client leaving mid-stream), and 16 concurrent clients; tools (build/test_server_tools on
-# known texts, test/test_server_tools.py against a server of qwen2-tools); then the openai package
+# known texts, test/test_server_tools.py against a server of qwen2-tools); LED's global_attention
+# (test/test_server_global.py against a server of led-text-s2s); then the openai package
 # from PyPI (test/test_server_openai.py) against it and a server of all-MiniLM-L6-v2. Ends with
 # "N passed, N failed".
 set -uo pipefail
@@ -164,6 +165,8 @@ expect_error "empty body" 400 POST /v1/completions ''
 expect_error "no prompt" 400 POST /v1/completions '{"max_tokens": 3}'
 expect_error "prompt of the wrong type" 400 POST /v1/completions '{"prompt": 3}'
 expect_error "max_tokens as a string" 400 POST /v1/completions '{"prompt": "a", "max_tokens": "5"}'
+expect_error "global_attention on a decoder" 400 POST /v1/completions '{"prompt": "a", "global_attention": [0]}'
+check "global_attention on a decoder: the library's refusal" grep -q "global_attention needs an encoder-decoder" "$work/out"
 expect_error "max_tokens 0" 400 POST /v1/completions '{"prompt": "a", "max_tokens": 0}'
 expect_error "max_tokens too large" 400 POST /v1/completions '{"prompt": "a", "max_tokens": 100000000}'
 expect_error "temperature as a string" 400 POST /v1/completions '{"prompt": "a", "temperature": "hot"}'
@@ -303,6 +306,21 @@ else
     check "PYCLIENT (the openai package) is given: make test-server sets it" false
 fi
 kill "$tools_pid" 2>/dev/null; wait "$tools_pid" 2>/dev/null
+
+# ---- completions' global_attention (LED's global tokens) through the openai package's extra_body,
+#      against transformers' greedy texts with and without them (test/make_seq2seq_fixtures.py's
+#      led-text-s2s: server_global.txt) ----
+global_fixture=test/fixtures/led-text-s2s
+start_server led 120 "$global_fixture"
+if [ -z "$led_port" ]; then
+    check "the LED server starts" false
+elif [ -n "${PYCLIENT:-}" ]; then
+    PYTHONPATH="$PYCLIENT" python3 test/test_server_global.py "http://127.0.0.1:$led_port" "$global_fixture" > "$work/global.out" 2>&1
+    add_counts test_server_global.py "$work/global.out"
+else
+    check "PYCLIENT (the openai package) is given: make test-server sets it" false
+fi
+kill "$led_pid" 2>/dev/null; wait "$led_pid" 2>/dev/null
 
 # ---- /v1/rerank with a cross-encoder (test/make_encoder_fixtures.py's bert-rerank): the scores of
 #      sentence-transformers' CrossEncoder, best first, top_n, documents given as objects, refusals ----
