@@ -176,6 +176,8 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->entity_gather);
     free(r->funnel_pads), free(r->funnel_types), free(r->funnel_host_ints), free(r->funnel_rows), free(r->funnel_scales);
     free(r->funnel_sinusoid_host);
+    pf__reformer_host_free(r->reformer_host);
+    r->reformer_host = NULL;
     r->routing = NULL;
     r->trigram_rows = NULL;
     r->entity_gather = NULL;

@@ -101,7 +101,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, X_POSITION_EMBED) PF__NAME(PF__SLOT_, Y_POSITION_EMBED) PF__NAME(PF__SLOT_, H_POSITION_EMBED)
         PF__NAME(PF__SLOT_, W_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_PROJECTION_WEIGHT)
         PF__NAME(PF__SLOT_, VISUAL_PROJECTION_BIAS) PF__NAME(PF__SLOT_, VISUAL_TOKEN_TYPE_EMBED)
-        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
+        PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, AXIAL_ROW_EMBED)
+        PF__NAME(PF__SLOT_, AXIAL_COLUMN_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
         PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
         PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS) PF__NAME(PF__SLOT_, FRONT_CONV_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_BIAS)
         PF__NAME(PF__SLOT_, FRONT_CONV_NORM_WEIGHT) PF__NAME(PF__SLOT_, FRONT_CONV_NORM_BIAS)
@@ -1215,7 +1216,9 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_FFN1_UP_BIAS: case PF__SLOT_FFN2_UP_BIAS: case PF__SLOT_FFN3_UP_BIAS: *rows = in; break;
     case PF__SLOT_FFN1_DOWN_WEIGHT: case PF__SLOT_FFN2_DOWN_WEIGHT: case PF__SLOT_FFN3_DOWN_WEIGHT: *rows = inner; *cols = in; break;
     case PF__SLOT_LM_HEAD_EXTRA: *rows = h > e ? h - e : 0; *cols = (size_t)c->vocab_size; break;
-    case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = e; break;
+    case PF__SLOT_TOKEN_EMBED: *rows = (size_t)c->vocab_size; *cols = e; break;
+    case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = c->reformer ? 2 * h : e; break; /* Reformer's reads [x1 | x2] */
+    case PF__SLOT_FINAL_NORM_WEIGHT: case PF__SLOT_FINAL_NORM_BIAS: *rows = c->reformer ? 2 * h : h; break;
     case PF__SLOT_ENC_TOKEN_EMBED: *rows = (size_t)(c->src_vocab_size ? c->src_vocab_size : c->vocab_size); *cols = e; break;
     case PF__SLOT_PATCH_WEIGHT: *rows = h; *cols = (size_t)c->num_channels * c->patch_size * c->patch_size; break;
     case PF__SLOT_CLS_TOKEN: case PF__SLOT_DIST_TOKEN: *rows = 1; *cols = h; break;
@@ -1319,6 +1322,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_VISUAL_TOKEN_TYPE_EMBED: *rows = (size_t)c->type_vocab_size; *cols = h; break;
     case PF__SLOT_VISUAL_POSITION_EMBED: *rows = (size_t)c->max_positions; *cols = h; break;
     case PF__SLOT_NGRAM_EMBED: *rows = (size_t)c->ngram; *cols = h; break;
+    case PF__SLOT_AXIAL_ROW_EMBED: *rows = (size_t)c->reformer_axial_shape[0]; *cols = (size_t)c->reformer_axial_dims[0]; break;
+    case PF__SLOT_AXIAL_COLUMN_EMBED: *rows = (size_t)c->reformer_axial_shape[1]; *cols = (size_t)c->reformer_axial_dims[1]; break;
     case PF__SLOT_NGRAM_REL_WEIGHT: *rows = (size_t)c->rel_buckets * c->num_heads; *cols = h; break;
     case PF__SLOT_NGRAM_REL_BIAS: *rows = (size_t)c->rel_buckets * c->num_heads; break;
     case PF__SLOT_ENTITY_EMBED: *rows = (size_t)c->entity_vocab_size; *cols = (size_t)c->entity_emb_size; break;
