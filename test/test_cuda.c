@@ -1754,9 +1754,12 @@ static void test_reformer_fixtures(void) {
                 CHECK_MSG(same, "%s on %d GPU ranks: greedy tokens differ from transformers' (%s)", dir, ranks,
                           pf_error_message(m));
             }
-            printf("  %-12s f32 %d rank%s on the GPU   hidden %.2g%s%.2g%s\n", lm ? "reformer-lm" : "reformer", ranks,
-                   ranks > 1 ? "s" : " ", diff, lm ? ", logits " : "", lm ? logit_diff : 0.0,
-                   lm ? (same ? ", greedy tokens as transformers'" : ", greedy tokens differ") : "");
+            char extra[96] = "";
+            if (lm)
+                snprintf(extra, sizeof extra, ", logits %.2g, greedy tokens %s", logit_diff,
+                         same ? "as transformers'" : "differ");
+            printf("  %-12s f32 %d rank%s on the GPU   hidden %.2g%s\n", lm ? "reformer-lm" : "reformer", ranks,
+                   ranks > 1 ? "s" : " ", diff, extra);
         }
         free(got), free(hidden), free(logits);
         pf_free(m);
