@@ -42,7 +42,7 @@ BINDIR     ?= $(PREFIX)/bin
 TEST_DEFS := -D_POSIX_C_SOURCE=200809L -DPF_TESTING
 
 LIB_SRC  := parallelformers.c parallelformers.h policies.inc $(BUILD)/cuda-$(CUDA).stamp
-TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_cpu_kernels.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c test/test_input_checks.c test/test_json_output.c
+TESTS    := test/test_main.c test/test_util.c test/test_models.c test/test_cpu_kernels.c test/test_bad_input.c test/test_config.c test/test_encoders.c test/test_reformer.c test/test_seq2seq.c test/test_whisper.c test/test_cli.c test/test_tokenizer.c test/test_chat.c test/test_generation.c test/test_fuzz.c test/test_preprocessing.c test/test_policies.c test/test_gguf.c test/test_input_checks.c test/test_json_output.c
 
 ifeq ($(CUDA),1)
 CUDA_DEFS := -DPF_CUDA

@@ -243,6 +243,11 @@ int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const floa
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
                         int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, int window,
                         float scale);
+/* Reformer's attention over listed keys (pf__backend.reformer_attend's math): q, k, v, out rows
+   [heads * head_dim] of len positions; keys [heads][len][rounds][listed], each position * 4 + code
+   (0 plain, 1 masked: -1e9, 2 the query's own: -1e5); shared_qk: LSH's length-normalised keys. */
+int pf_cuda_reformer_attend(pf_cuda_rank *st, float *out, const float *q, const float *k, const float *v, const int32_t *keys,
+                            int len, int heads, int head_dim, int rounds, int listed, int shared_qk);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -805,6 +810,59 @@ __global__ void pf_span_conv_kernel(float *out, const float *logits, size_t logi
                 acc = __fadd_rn(acc, __fmul_rn(__fdiv_rn(expf(l[j] - most), sum), v[(n - t + at) * width + col]));
         }
         out[i] = acc;
+    }
+}
+
+/* Reformer's score of query qh against a listed key (position * 4 + code): q . key over
+   sqrt(head_dim), the key length-normalised for LSH; -1e9 masked, -1e5 the query's own. */
+__device__ float pf_reformer_score(const float *qh, const float *k, int32_t entry, size_t width, int h, int hd,
+                                   int shared_qk) {
+    int code = entry & 3;
+    if (code == 1) return -1e9f;
+    if (code == 2) return -1e5f;
+    const float *kh = k + (size_t)(entry >> 2) * width + (size_t)h * hd;
+    float inv = 1.0f, root = sqrtf((float)hd), dot = 0.0f;
+    if (shared_qk) {
+        float squares = 0.0f;
+        for (int e = 0; e < hd; e++) squares += kh[e] * kh[e];
+        inv = 1.0f / sqrtf(squares / (float)hd + 1e-6f);
+    }
+    for (int e = 0; e < hd; e++) dot += qh[e] * (kh[e] * inv / root);
+    return dot;
+}
+
+/* Reformer's attention, one thread per (position, head): each round's softmax over its listed
+   keys, the rounds weighed by their log-sum-exps (pf__backend.reformer_attend). */
+__global__ void pf_reformer_attend_kernel(float *out, const float *q, const float *k, const float *v, const int32_t *keys,
+                                          int len, int heads, int hd, int rounds, int listed, int shared_qk) {
+    size_t total = (size_t)len * heads, width = (size_t)heads * hd, K = (size_t)listed;
+    PF_GRID_STRIDE(n, total) {
+        int h = (int)(n % (size_t)heads), t = (int)(n / (size_t)heads);
+        const float *qh = q + (size_t)t * width + (size_t)h * hd;
+        float *o = out + (size_t)t * width + (size_t)h * hd;
+        const int32_t *all = keys + ((size_t)h * len + t) * rounds * K;
+        float lse[64], top_all = -INFINITY; /* rounds <= 64 (config.c) */
+        for (int r = 0; r < rounds; r++) {
+            const int32_t *row = all + (size_t)r * K;
+            float top = -INFINITY, sum = 0.0f;
+            for (size_t j = 0; j < K; j++) top = fmaxf(top, pf_reformer_score(qh, k, row[j], width, h, hd, shared_qk));
+            for (size_t j = 0; j < K; j++) sum += expf(pf_reformer_score(qh, k, row[j], width, h, hd, shared_qk) - top);
+            lse[r] = top + logf(sum);
+            top_all = fmaxf(top_all, lse[r]);
+        }
+        float total_lse = 0.0f;
+        for (int r = 0; r < rounds; r++) total_lse += expf(lse[r] - top_all);
+        total_lse = rounds == 1 ? lse[0] : top_all + logf(total_lse);
+        for (int e = 0; e < hd; e++) o[e] = 0.0f;
+        for (int r = 0; r < rounds; r++) {
+            const int32_t *row = all + (size_t)r * K;
+            float weight = expf(lse[r] - total_lse);
+            for (size_t j = 0; j < K; j++) {
+                float p = expf(pf_reformer_score(qh, k, row[j], width, h, hd, shared_qk) - lse[r]) * weight;
+                const float *vh = v + (size_t)(row[j] >> 2) * width + (size_t)h * hd;
+                for (int e = 0; e < hd; e++) o[e] += p * vh[e];
+            }
+        }
     }
 }
 
@@ -2852,6 +2910,16 @@ int pf_cuda_span_conv(struct pf_cuda_rank *st, float *out, const float *logits, 
     pf_span_conv_kernel<<<pf_blocks(rows * width, PF_THREADS), PF_THREADS, 0, st->stream>>>(out, logits, logits_stride, v,
                                                                                             pad, T, rows, heads, head_dim, k);
     PF_CUDA_CHECK_LAUNCH(st, pf_span_conv_kernel);
+    return PF_CUDA_OK;
+}
+
+int pf_cuda_reformer_attend(struct pf_cuda_rank *st, float *out, const float *q, const float *k, const float *v,
+                            const int32_t *keys, int len, int heads, int head_dim, int rounds, int listed, int shared_qk) {
+    size_t total = (size_t)len * heads;
+    if (!total) return PF_CUDA_OK;
+    pf_reformer_attend_kernel<<<pf_blocks(total, PF_THREADS), PF_THREADS, 0, st->stream>>>(
+        out, q, k, v, keys, len, heads, head_dim, rounds, listed, shared_qk);
+    PF_CUDA_CHECK_LAUNCH(st, pf_reformer_attend_kernel);
     return PF_CUDA_OK;
 }
 

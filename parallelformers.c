@@ -19,6 +19,7 @@
      src/sentencepiece.c        SentencePiece model files (Marian's source.spm, M2M100's sentencepiece.bpe.model)
      src/chat_template.c        chat templates: the subset of Jinja that instruct checkpoints' templates use
      src/preprocess.c           preprocessing: images and audio as the Hugging Face processors compute them
+     src/reformer.c             Reformer's host side: torch's CPU generator (the LSH rotations), hashing into buckets, the keys each query sees
      src/backend.c              what the backends share: rank failures, the barrier, the all-reduce, rank allocations
      src/mpi.c                  ranks in several processes (MPI builds): the world, the ranks' buffers exchanged, jobs ended
      src/cpu_backend.c          the CPU backend and its kernels (portable, AVX2, AVX-512, AMX)
@@ -458,6 +459,9 @@ typedef enum {
     PF__SLOT_ANSWER_NORM_BIAS,         /* [2 hidden] */
     /* ProphetNet's decoder (pf__config.ngram > 0): the predict stream's input, in place of a token's */
     PF__SLOT_NGRAM_EMBED,           /* [ngram, hidden]: the first predict stream adds row ngram - 1 */
+    /* Reformer's axial positions: position p is [row p / shape[1] of the first | row p % shape[1] of the second] */
+    PF__SLOT_AXIAL_ROW_EMBED,       /* [axial_pos_shape[0], axial_pos_embds_dim[0]] (stored [shape[0], 1, dim[0]]) */
+    PF__SLOT_AXIAL_COLUMN_EMBED,    /* [axial_pos_shape[1], axial_pos_embds_dim[1]] (stored [1, shape[1], dim[1]]) */
     /* LUKE's entities (the last positions of a row, pf_encode_entities): the entity table's row through
        the dense projection (when entity_emb_size is not hidden), plus the mean of the position table's
        rows at the entity's mention positions, plus the type table's row 0, then their own norm */
@@ -826,6 +830,9 @@ typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLA
 #define PF__NEEDED PF_POLICY_NEEDED
 #define PF__FUNNEL_MAX_BLOCKS 8 /* Funnel's blocks (block_sizes' entries) a config may have */
 #define PF__TXL_MAX_CLUSTERS 4   /* Transformer-XL's adaptive clusters (cutoffs + 1) a config may have */
+#define PF__REFORMER_MAX_LAYERS 64    /* Reformer's attn_layers entries a config may have */
+#define PF__REFORMER_MAX_FACTORS 8    /* num_buckets' factors a config may have */
+#define PF__REFORMER_MAX_ROTATION 1024 /* half the sum of num_buckets' factors, at most */
 
 typedef enum {
 #define PF_ARCH(id, ...) PF__ARCH_##id,
@@ -1248,6 +1255,21 @@ typedef struct pf__config {
        rel_buckets and rel_max_distance. The other predict streams reach no logit that generation
        reads (transformers' logits_ngram): not computed. */
     int ngram;
+    /* Reformer (reformer 1; src/reformer.c): reversible layers (x1 += attention(norm(x2)), then
+       x2 += feed-forward(norm(x1)), both streams the embedding at first, the output norm([x1 | x2])
+       at twice the hidden width), each layer's attention LSH (reformer_lsh[l]: shared query-key,
+       hashed into buckets by random rotations, chunks of the bucket order) or local (chunks of the
+       row); a row longer than the shorter chunk padded to the chunks' least common multiple; axial
+       positions (reformer_axial: [rows table at p / shape[1] | columns table at p % shape[1]]) or a
+       table; reformer_causal: is_decoder's causal masks (ReformerModelWithLMHead) */
+    int reformer, reformer_causal, reformer_hashes, reformer_bucket_factors;
+    int reformer_lsh_chunk, reformer_lsh_before, reformer_lsh_after;
+    int reformer_local_chunk, reformer_local_before, reformer_local_after;
+    int reformer_lcm_chunk, reformer_min_chunk;
+    int reformer_buckets[PF__REFORMER_MAX_FACTORS]; /* num_buckets' factors (one for an int) */
+    uint64_t reformer_hash_seed;    /* torch.manual_seed's before the rotations' draw */
+    int reformer_axial, reformer_axial_shape[2], reformer_axial_dims[2];
+    unsigned char reformer_lsh[PF__REFORMER_MAX_LAYERS];
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -1913,6 +1935,16 @@ enum {
    (head_begin + h) / kv_group - kv_begin of the rank's cache. */
 /* The shape of Funnel's relative terms in one layer (pf__backend.funnel_bias): queries at one level
    of pooling, keys at the same or the one before. */
+/* Reformer's attention over listed keys (pf__backend.reformer_attend): len positions of a row,
+   the rank's heads of head_dim, rounds hash rounds of listed keys each; shared_qk 1 for LSH (the
+   keys are the queries' vectors length-normalised: k / sqrt(mean(k^2) + 1e-6) / sqrt(head_dim)),
+   0 for local attention (k / sqrt(head_dim)). */
+typedef struct pf__reformer_shape {
+    int len, heads, head_dim, rounds, listed, shared_qk;
+} pf__reformer_shape;
+/* A listed key is position * 4 + its code: */
+enum { PF__REFORMER_PLAIN, PF__REFORMER_MASKED /* score -1e9 */, PF__REFORMER_SELF /* score -1e5 (LSH's own position) */ };
+
 typedef struct pf__funnel_shape {
     int batch, q_len, k_len, heads, head_dim;
     int q_first, q_stride, k_first, k_stride; /* a row's token t at position first + (t - pad) * stride */
@@ -2183,6 +2215,15 @@ typedef struct pf__backend {
     void (*ngram_attend)(pf__rank *r, float *out, const float *qkv, const float *rel, int rel_heads,
                          const int32_t *buckets, const void *k_cache, const void *v_cache, const pf__step *s,
                          const pf__attn_shape *a, int predict);
+    /* Reformer's attention (NULL: the backend has none; Reformer is refused on it): for head h <
+       a->heads, query t < a->len and round r < a->rounds, the listed keys
+       keys[((h * len + t) * rounds + r) * listed + j] (position * 4 + code): score s_j = q[t][h] .
+       key(k[position][h]) (a->shared_qk: pf__reformer_shape's norms), -1e9 for a MASKED code and
+       -1e5 for SELF instead; lse_r = logsumexp_j s_j, o_r = sum_j exp(s_j - lse_r) v[position][h];
+       out[t][h] = sum_r exp(lse_r - logsumexp_r lse_r) o_r (o_0 with one round). q, k, v, out rows
+       [heads * head_dim]; keys in the backend's memory. */
+    void (*reformer_attend)(pf__rank *r, float *out, const float *q, const float *k, const float *v,
+                            const int32_t *keys, const pf__reformer_shape *a);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -2259,6 +2300,15 @@ struct pf__rank {
        adaptive input's rows of a cluster [max_tokens][d_embed]; the softmax's projected rows
        [logit_rows][d_embed] and logits [logit_rows][vocab + clusters - 1], and the latter on the host */
     float *txl_mem_k, *txl_mem_v, *txl_embed, *txl_proj, *txl_logits, *txl_logits_host;
+    /* Reformer (src/reformer.c), a row at a time of up to pf__reformer_rows rows: its two streams,
+       the layer's normed input (and joined rows, twice as wide), the query (or query-key), key and
+       value rows (key and value also the axial tables' rows: hidden wide at least), the attention's
+       output, the feed-forward's rows, the all-reduced part; every row's output [max_tokens][2 hidden];
+       the listed keys (device) and the host's buffers */
+    float *reformer_x1, *reformer_x2, *reformer_in, *reformer_q, *reformer_k, *reformer_v, *reformer_out;
+    float *reformer_mlp, *reformer_part, *reformer_final;
+    int32_t *reformer_keys;
+    struct pf__reformer_host *reformer_host; /* owned */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -2298,6 +2348,32 @@ struct pf__rank {
     char message[PF__MESSAGE_SIZE];
 };
 PF_PRIVATE void pf__rank_fail(pf__rank *r, pf_result code, const char *fmt, ...);
+
+/* ---- src/reformer.c ---- */
+/* What a rank keeps on the host for its Reformer rows (owned; pf__reformer_host_free). */
+struct pf__reformer_host {
+    float *rotations;  /* [heads][head_dim][hashes][rotation_size / 2]: the rank's heads' share of torch's draw */
+    float *qk;         /* [rows][heads * head_dim]: a row's LSH query-keys, downloaded to hash them */
+    float *staging;    /* [rows][2 hidden]: columns joined (axial positions, the two streams) */
+    int32_t *ids;      /* [rows]: a row's ids, then its pads */
+    int32_t *buckets;  /* [hashes * rows]: one head's buckets, the rounds' offsets added */
+    int32_t *sorted;   /* [hashes * rows]: the round-and-position indices in bucket order */
+    int64_t *order;    /* [hashes * rows]: sort keys bucket * count + index (unique) */
+    int32_t *slot_of;  /* [hashes * rows]: each index's place in that order */
+    int32_t *keys;     /* [heads][rows][hashes][listed]: what reformer_attend reads */
+    int32_t *gather;   /* [rows]: axial positions' row and column ids */
+};
+
+PF_PRIVATE void pf__torch_randn(uint64_t seed, float *out, size_t count);
+PF_PRIVATE struct pf__reformer_host *pf__reformer_host_new(const pf__config *c, int cache_len, int head_begin, int heads);
+PF_PRIVATE void pf__reformer_host_free(struct pf__reformer_host *h);
+PF_PRIVATE int pf__reformer_padded_length(const pf__config *c, int length);
+PF_PRIVATE size_t pf__reformer_rows(const pf__config *c, int cache_len);
+PF_PRIVATE size_t pf__reformer_listed(const pf__config *c);
+PF_PRIVATE int pf__reformer_keys(const pf__config *c, struct pf__reformer_host *host, int lsh, int heads, int len,
+                                 int length, int *rounds);
+/* The width of an encoding's hidden rows: Reformer's output joins its two streams. */
+PF_PRIVATE int pf__output_width(const pf__config *c);
 #ifdef PF_TESTING
 extern int pf_testing_fail_rank;
 extern int pf_testing_fail_countdown;
@@ -5559,6 +5635,10 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
     if (first && first->type == PF__JSON_STRING && strlen(first->string) < sizeof c->class_name)
         memcpy(c->class_name, first->string, strlen(first->string) + 1);
+    if (c->reformer) { /* its classes: pf__config_reformer */
+        c->head = PF_HEAD_NONE;
+        return PF_OK;
+    }
     if (pf__archs[c->arch].kind == PF__KIND_DECODER) {
         /* besides the causal LM: reward models (LlamaForSequenceClassification's score) and the bare
            model that decoder-based embedders ship (e5-mistral's MistralModel); GPT2LMHeadModel and
@@ -6368,6 +6448,144 @@ static pf_result pf__config_transfo_xl(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
+PF_PRIVATE int pf__output_width(const pf__config *c) { return c->reformer ? 2 * c->hidden_size : c->hidden_size; }
+
+/* A Reformer config.json integer key (absent or null: fallback) into *out, refused naming it unless
+   it is a whole number in [least, most]. */
+static pf_result pf__config_reformer_int(const pf__json *json, const char *key, int fallback, int least, int most, int *out,
+                                         const char *path, char *message, size_t size) {
+    double v = fallback;
+    if (pf__json_number(pf__json_get(json, key), &v) < 0 || v != floor(v) || v < least || v > most)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a whole number from %d to %d", path, key,
+                          least, most);
+    *out = (int)v;
+    return PF_OK;
+}
+
+/* A list key of two positive integers (absent: the config class's defaults a, b). */
+static pf_result pf__config_reformer_pair(const pf__json *json, const char *key, int a, int b, int out[2], const char *path,
+                                          char *message, size_t size) {
+    const pf__json *v = pf__json_get(json, key);
+    out[0] = a, out[1] = b;
+    if (!v) return PF_OK;
+    if (v->type != PF__JSON_ARRAY || v->count != 2 || v->first->type != PF__JSON_NUMBER || v->first->next->type != PF__JSON_NUMBER ||
+        !(v->first->number >= 1 && v->first->number <= 1 << 20 && v->first->number == floor(v->first->number)) ||
+        !(v->first->next->number >= 1 && v->first->next->number <= 1 << 20 && v->first->next->number == floor(v->first->next->number)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" is not supported unless it is two positive "
+                          "integers (transformers' axial positions take two)", path, key);
+    out[0] = (int)v->first->number, out[1] = (int)v->first->next->number;
+    return PF_OK;
+}
+
+static int pf__gcd(int a, int b) { return b ? pf__gcd(b, a % b) : a; }
+
+/* The seed of the LSH rotations when config.json has no hash_seed: transformers then draws them
+   from torch's global generator (another draw each call: its outputs are not reproducible); we
+   seed torch's generator with this, documented in the README. */
+#define PF__REFORMER_DEFAULT_SEED 0
+
+/* Reformer (pf__config.reformer): attn_layers ("lsh" and "local" layers: the layer count), the
+   chunk lengths and neighbours of each kind, num_hashes, num_buckets (an even int, or a list of
+   even factors; null, which transformers sets from the first input's length and keeps, refused),
+   hash_seed, is_decoder (causal masks; ReformerModelWithLMHead requires it and no chunks after),
+   axial positions or a table, pad_token_id (the padding's id). chunk_size_feed_forward and
+   chunk_size_lm_head split rows alone: the same math. ReformerModel and ReformerModelWithLMHead
+   are implemented; the other heads are refused. */
+static pf_result pf__config_reformer(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    int lm = pf__has_suffix(c->class_name, "ModelWithLMHead");
+    if (lm) c->head = PF_HEAD_CAUSAL_LM;
+    else if (c->head != PF_HEAD_NONE || (c->class_name[0] && !pf__has_suffix(c->class_name, "Model")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (ReformerModel "
+                          "and ReformerModelWithLMHead are: the masked LM, classification and question answering heads "
+                          "are not implemented)", path, c->class_name);
+    const pf__json *layers = pf__json_get(json, "attn_layers");
+    static const char *const defaults[] = {"local", "lsh", "local", "lsh", "local", "lsh"};
+    int count = layers ? (int)layers->count : 6;
+    if ((layers && layers->type != PF__JSON_ARRAY) || count < 1 || count > PF__REFORMER_MAX_LAYERS)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"attn_layers\" is not supported unless it lists 1 to "
+                          "%d layers", path, PF__REFORMER_MAX_LAYERS);
+    const pf__json *kind = layers ? layers->first : NULL;
+    int any_lsh = 0, any_local = 0;
+    for (int l = 0; l < count; l++, kind = kind ? kind->next : NULL) {
+        const char *name = layers ? (kind->type == PF__JSON_STRING ? kind->string : "") : defaults[l];
+        if (strcmp(name, "lsh") && strcmp(name, "local"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"attn_layers\" entry %d is not supported (\"lsh\" "
+                              "and \"local\" are)", path, l);
+        c->reformer_lsh[l] = !strcmp(name, "lsh");
+        any_lsh |= c->reformer_lsh[l], any_local |= !c->reformer_lsh[l];
+    }
+    c->num_layers = count; /* transformers' num_hidden_layers is len(attn_layers) */
+    double causal = 0, has_axial = 1;
+    if (pf__json_number(pf__json_get(json, "is_decoder"), &causal) < 0 ||
+        pf__json_number(pf__json_get(json, "axial_pos_embds"), &has_axial) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"is_decoder\" or \"axial_pos_embds\" is not a boolean", path);
+    c->reformer_causal = causal != 0, c->reformer_axial = has_axial != 0;
+    pf_result r = PF_OK;
+    if ((r = pf__config_reformer_int(json, "lsh_attn_chunk_length", 64, 1, 1 << 16, &c->reformer_lsh_chunk, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "local_attn_chunk_length", 64, 1, 1 << 16, &c->reformer_local_chunk, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "lsh_num_chunks_before", 1, 0, 64, &c->reformer_lsh_before, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "lsh_num_chunks_after", 0, 0, 64, &c->reformer_lsh_after, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "local_num_chunks_before", 1, 0, 64, &c->reformer_local_before, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "local_num_chunks_after", 0, 0, 64, &c->reformer_local_after, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "num_hashes", 1, 1, 64, &c->reformer_hashes, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "pad_token_id", 0, 0, c->vocab_size - 1, &c->pad_token_id, path, message, size)))
+        return r;
+    if (lm && (!c->reformer_causal || c->reformer_lsh_after || c->reformer_local_after))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: ReformerModelWithLMHead needs \"is_decoder\" true and "
+                          "\"lsh_num_chunks_after\" and \"local_num_chunks_after\" 0, as transformers requires", path);
+    /* the chunk lengths of the layer kinds present: transformers pads to their least common multiple */
+    int lsh_chunk = c->reformer_lsh_chunk, local_chunk = c->reformer_local_chunk;
+    c->reformer_lcm_chunk = any_lsh && any_local ? lsh_chunk / pf__gcd(lsh_chunk, local_chunk) * local_chunk
+                            : any_lsh            ? lsh_chunk
+                                                 : local_chunk;
+    c->reformer_min_chunk = any_lsh && any_local ? (lsh_chunk < local_chunk ? lsh_chunk : local_chunk)
+                            : any_lsh            ? lsh_chunk
+                                                 : local_chunk;
+    if (c->reformer_lcm_chunk > 1 << 16)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: the chunk lengths' least common multiple %d is not "
+                          "supported (65536 at most)", path, c->reformer_lcm_chunk);
+    const pf__json *buckets = pf__json_get(json, "num_buckets");
+    c->reformer_bucket_factors = 0;
+    if (any_lsh && (!buckets || buckets->type == PF__JSON_NULL))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_buckets\" null is not supported (transformers "
+                          "sets it from the first input's length; give it)", path);
+    int rotation = 0;
+    for (const pf__json *b = buckets && buckets->type == PF__JSON_ARRAY ? buckets->first : buckets;
+         any_lsh && b && b->type != PF__JSON_NULL; b = buckets->type == PF__JSON_ARRAY ? b->next : NULL) {
+        if (b->type != PF__JSON_NUMBER || b->number != floor(b->number) || !(b->number >= 2 && b->number <= 2048) ||
+            (int)b->number % 2 || c->reformer_bucket_factors == PF__REFORMER_MAX_FACTORS)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_buckets\" is not an even count (2 to 2048) or a "
+                              "list of %d such", path, PF__REFORMER_MAX_FACTORS);
+        c->reformer_buckets[c->reformer_bucket_factors++] = (int)b->number;
+        rotation += (int)b->number;
+    }
+    long long product = 1;
+    for (int i = 0; i < c->reformer_bucket_factors; i++) product *= c->reformer_buckets[i];
+    if (any_lsh && (!c->reformer_bucket_factors || rotation / 2 > PF__REFORMER_MAX_ROTATION || product > 1 << 24))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_buckets\" is not supported (1 to %d factors whose "
+                          "halves sum to %d at most, %d buckets at most)", path, PF__REFORMER_MAX_FACTORS,
+                          PF__REFORMER_MAX_ROTATION, 1 << 24);
+    const pf__json *seed = pf__json_get(json, "hash_seed");
+    c->reformer_hash_seed = PF__REFORMER_DEFAULT_SEED;
+    if (seed && seed->type != PF__JSON_NULL) {
+        if (seed->type != PF__JSON_NUMBER || !seed->integral || seed->integer < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"hash_seed\" is not a non-negative integer", path);
+        c->reformer_hash_seed = (uint64_t)seed->integer;
+    }
+    /* read even without axial positions: the axial tables' shapes, should a checkpoint hold them anyway */
+    if ((r = pf__config_reformer_pair(json, "axial_pos_shape", 64, 64, c->reformer_axial_shape, path, message, size)) ||
+        (r = pf__config_reformer_pair(json, "axial_pos_embds_dim", 64, 192, c->reformer_axial_dims, path, message, size)))
+        return r;
+    if (c->reformer_axial) {
+        if (c->reformer_axial_dims[0] + c->reformer_axial_dims[1] != c->hidden_size)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"axial_pos_embds_dim\" %d + %d is not hidden_size %d", path,
+                              c->reformer_axial_dims[0], c->reformer_axial_dims[1], c->hidden_size);
+    }
+    if (c->head_dim < 1 || c->head_dim > 4096)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"attention_head_size\" %d is not in 1..4096", path, c->head_dim);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -6399,6 +6617,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r && cfg->transfo_xl) r = pf__config_transfo_xl(json, cfg, path, message, size);
+    if (!r && cfg->reformer) r = pf__config_reformer(json, cfg, path, message, size);
     if (!r && cfg->xlnet) r = pf__config_xlnet(json, cfg, path, message, size);
     else if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, sparse_block)), "(derived)"))
@@ -7771,7 +7990,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, VISUAL_NORM_BIAS)
         PF__NAME(PF__SLOT_, BOX_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, BOX_PROJECTION_BIAS) PF__NAME(PF__SLOT_, BOX_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, BOX_NORM_BIAS) PF__NAME(PF__SLOT_, ANSWER_DENSE_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_DENSE_BIAS)
-        PF__NAME(PF__SLOT_, ANSWER_NORM_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_NORM_BIAS) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
+        PF__NAME(PF__SLOT_, ANSWER_NORM_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_NORM_BIAS) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, AXIAL_ROW_EMBED)
+        PF__NAME(PF__SLOT_, AXIAL_COLUMN_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
         PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
         PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS)
         PF__NAME(PF__SLOT_, COLUMN_TYPE_EMBED) PF__NAME(PF__SLOT_, ROW_TYPE_EMBED) PF__NAME(PF__SLOT_, PREV_LABEL_TYPE_EMBED)
@@ -8905,11 +9125,13 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_FFN1_UP_BIAS: case PF__SLOT_FFN2_UP_BIAS: case PF__SLOT_FFN3_UP_BIAS: *rows = in; break;
     case PF__SLOT_FFN1_DOWN_WEIGHT: case PF__SLOT_FFN2_DOWN_WEIGHT: case PF__SLOT_FFN3_DOWN_WEIGHT: *rows = inner; *cols = in; break;
     case PF__SLOT_LM_HEAD_EXTRA: *rows = h > e ? h - e : 0; *cols = (size_t)c->vocab_size; break;
-    case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD:
+    case PF__SLOT_TOKEN_EMBED:
         *rows = (size_t)c->vocab_size;
         *cols = e;
-        if (c->transfo_xl && slot == PF__SLOT_TOKEN_EMBED) pf__txl_cluster_shape(c, 0, rows, cols);
+        if (c->transfo_xl) pf__txl_cluster_shape(c, 0, rows, cols);
         break;
+    case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = c->reformer ? 2 * h : e; break; /* Reformer's reads [x1 | x2] */
+    case PF__SLOT_FINAL_NORM_WEIGHT: case PF__SLOT_FINAL_NORM_BIAS: *rows = c->reformer ? 2 * h : h; break;
     case PF__SLOT_TXL_EMBED_1: case PF__SLOT_TXL_EMBED_2: case PF__SLOT_TXL_EMBED_3:
         pf__txl_cluster_shape(c, 1 + (int)(slot - PF__SLOT_TXL_EMBED_1), rows, cols);
         break;
@@ -9041,6 +9263,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_ANSWER_DENSE_WEIGHT: *rows = 2 * h; *cols = h; break;
     case PF__SLOT_ANSWER_DENSE_BIAS: case PF__SLOT_ANSWER_NORM_WEIGHT: case PF__SLOT_ANSWER_NORM_BIAS: *rows = 2 * h; break;
     case PF__SLOT_NGRAM_EMBED: *rows = (size_t)c->ngram; *cols = h; break;
+    case PF__SLOT_AXIAL_ROW_EMBED: *rows = (size_t)c->reformer_axial_shape[0]; *cols = (size_t)c->reformer_axial_dims[0]; break;
+    case PF__SLOT_AXIAL_COLUMN_EMBED: *rows = (size_t)c->reformer_axial_shape[1]; *cols = (size_t)c->reformer_axial_dims[1]; break;
     case PF__SLOT_NGRAM_REL_WEIGHT: *rows = (size_t)c->rel_buckets * c->num_heads; *cols = h; break;
     case PF__SLOT_NGRAM_REL_BIAS: *rows = (size_t)c->rel_buckets * c->num_heads; break;
     case PF__SLOT_ENTITY_EMBED: *rows = (size_t)c->entity_vocab_size; *cols = (size_t)c->entity_emb_size; break;
@@ -20458,6 +20682,350 @@ pf_result pf_audio_features(const pf_audio_processor *p, const float *samples, s
     return PF_OK;
 }
 
+/* ==== src/reformer.c ==== */
+/* Reformer (model_type "reformer"), its host side: torch's CPU random generator, whose normal draws
+   after torch.manual_seed(hash_seed) are LSH's rotations, the hashing into buckets and the keys
+   each query sees, as transformers' modeling_reformer.py computes them in eval mode (the layers'
+   forward: forward.c's pf__rank_reformer). */
+
+/* ---- torch's CPU generator (at::CPUGeneratorImpl): mt19937, its uniform and normal draws ---- */
+
+enum { PF__MT_N = 624, PF__MT_M = 397 };
+
+typedef struct pf__torch_generator {
+    uint32_t state[PF__MT_N];
+    int next, left;
+    int has_normal;     /* normal_distribution<double>'s second Box-Muller sample, kept for the next draw */
+    double next_normal;
+} pf__torch_generator;
+
+/* torch.manual_seed(seed): mt19937 seeded with the seed's low 32 bits, no normal sample kept. */
+static void pf__torch_seed(pf__torch_generator *g, uint64_t seed) {
+    g->state[0] = (uint32_t)(seed & 0xffffffffu);
+    for (uint32_t j = 1; j < PF__MT_N; j++) g->state[j] = 1812433253u * (g->state[j - 1] ^ (g->state[j - 1] >> 30)) + j;
+    g->left = 1;
+    g->next = 0;
+    g->has_normal = 0;
+}
+
+static uint32_t pf__mt_twist(uint32_t u, uint32_t v) {
+    uint32_t mixed = (u & 0x80000000u) | (v & 0x7fffffffu);
+    return (mixed >> 1) ^ (v & 1u ? 0x9908b0dfu : 0u);
+}
+
+/* The next 32 random bits (mt19937, tempered). */
+static uint32_t pf__torch_random(pf__torch_generator *g) {
+    if (--g->left == 0) { /* the state's next 624 words */
+        uint32_t *p = g->state;
+        g->left = PF__MT_N;
+        g->next = 0;
+        for (int j = PF__MT_N - PF__MT_M + 1; --j; p++) *p = p[PF__MT_M] ^ pf__mt_twist(p[0], p[1]);
+        for (int j = PF__MT_M; --j; p++) *p = p[PF__MT_M - PF__MT_N] ^ pf__mt_twist(p[0], p[1]);
+        *p = p[PF__MT_M - PF__MT_N] ^ pf__mt_twist(p[0], g->state[0]);
+    }
+    uint32_t y = g->state[g->next++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    y ^= y >> 18;
+    return y;
+}
+
+/* uniform_real_distribution<float>(0, 1): the low 24 bits of one draw, exact in fp32. */
+static float pf__torch_uniform_float(pf__torch_generator *g) {
+    return (float)(pf__torch_random(g) & 0xffffffu) * (1.0f / 16777216.0f);
+}
+
+/* uniform_real_distribution<double>(0, 1): the low 53 bits of random64 (the first draw high). */
+static double pf__torch_uniform_double(pf__torch_generator *g) {
+    uint64_t hi = pf__torch_random(g), lo = pf__torch_random(g);
+    return (double)(((hi << 32) | lo) & ((UINT64_C(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+/* normal_distribution<double>(0, 1): Box-Muller in fp64, the sine's sample kept for the next call. */
+static double pf__torch_normal_double(pf__torch_generator *g) {
+    if (g->has_normal) {
+        g->has_normal = 0;
+        return g->next_normal;
+    }
+    double u1 = pf__torch_uniform_double(g), u2 = pf__torch_uniform_double(g);
+    double radius = sqrt(-2.0 * log1p(-u2)), theta = 2.0 * 3.14159265358979323846 * u1;
+    g->next_normal = radius * sin(theta);
+    g->has_normal = 1;
+    return radius * cos(theta);
+}
+
+/* A float's bits and back. */
+static uint32_t pf__float_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static float pf__bits_float(uint32_t u) {
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* The natural log of x > 0 as torch's AVX2 normal kernel computes it (the cephes polynomial of
+   avx_mathfun.h's log256_ps, with the multiply-adds torch's build fuses: fmaf where it has an FMA). */
+static float pf__torch_log(float x) {
+    x = x > pf__bits_float(0x00800000u) ? x : pf__bits_float(0x00800000u); /* no denormals */
+    int32_t exponent = (int32_t)(pf__float_bits(x) >> 23) - 0x7f;
+    x = pf__bits_float((pf__float_bits(x) & ~0x7f800000u) | pf__float_bits(0.5f));
+    float e = (float)exponent + 1.0f;
+    int below = x < 0.707106781186547524f; /* x < sqrt(1/2): x = 2x - 1, e - 1 */
+    float kept = below ? x : 0.0f;
+    x = x - 1.0f;
+    e = e - (below ? 1.0f : 0.0f);
+    x = x + kept;
+    float z = x * x;
+    static const float p[9] = {7.0376836292E-2f, -1.1514610310E-1f, 1.1676998740E-1f, -1.2420140846E-1f, 1.4249322787E-1f,
+                               -1.6668057665E-1f, 2.0000714765E-1f, -2.4999993993E-1f, 3.3333331174E-1f};
+    float y = p[0];
+    for (int i = 1; i < 9; i++) y = fmaf(y, x, p[i]);
+    y = y * x;
+    y = y * z;
+    y = fmaf(e, -2.12194440e-4f, y);
+    y = fmaf(-z, 0.5f, y);
+    x = x + y;
+    return fmaf(e, 0.693359375f, x);
+}
+
+/* sin and cos of x >= 0 as torch's AVX2 normal kernel computes them (avx_mathfun.h's
+   sincos256_ps: octant by 4 / pi, the three-part reduction, cephes' polynomials; fused as built). */
+static void pf__torch_sincos(float x, float *sine, float *cosine) {
+    int32_t j = (int32_t)(x * 1.27323954473516f); /* truncated, as cvttps2dq */
+    j = (j + 1) & ~1;
+    float y = (float)j;
+    uint32_t sin_sign = (uint32_t)(j & 4) << 29, cos_sign = (uint32_t)(~(j - 2) & 4) << 29;
+    int sine_poly = (j & 2) == 0; /* the sine's polynomial gives the sine here, else the cosine's */
+    x = fmaf(y, -0.78515625f, x);
+    x = fmaf(y, -2.4187564849853515625e-4f, x);
+    x = fmaf(y, -3.77489497744594108e-8f, x);
+    float z = x * x;
+    float c = fmaf(fmaf(2.443315711809948E-005f, z, -1.388731625493765E-003f), z, 4.166664568298827E-002f);
+    c = c * z;
+    c = fmaf(c, z, -(z * 0.5f)) + 1.0f;
+    float s = fmaf(fmaf(-1.9515295891E-4f, z, 8.3321608736E-3f), z, -1.6666654611E-1f);
+    s = s * z;
+    s = fmaf(s, x, x);
+    *sine = pf__bits_float(pf__float_bits(sine_poly ? s : c) ^ sin_sign);
+    *cosine = pf__bits_float(pf__float_bits(sine_poly ? c : s) ^ cos_sign);
+}
+
+/* normal_fill_16 on 16 uniforms, pairs (j, j + 8), as torch's AVX2 kernel computes them in fp32
+   (the one its dispatch runs on AVX2 and AVX-512 CPUs alike: DistributionKernels has no AVX-512
+   build): radius sqrt(-2 log(1 - u_j)), angle 2 pi u_{j + 8} with 2 pi rounded to fp32 first. */
+static void pf__torch_normal_fill_16(float *data) {
+    for (int j = 0; j < 8; j++) {
+        float u1 = 1.0f - data[j], u2 = data[j + 8], sine, cosine;
+        float radius = sqrtf(-2.0f * pf__torch_log(u1));
+        pf__torch_sincos((float)(2.0 * 3.14159265358979323846) * u2, &sine, &cosine);
+        data[j] = radius * cosine;
+        data[j + 8] = radius * sine;
+    }
+}
+
+/* torch.randn(count) (fp32, CPU) right after torch.manual_seed(seed), into out: 16 values or more
+   are uniforms turned normal 16 at a time (the last 16 drawn again and redone when 16 does not
+   divide the count); fewer are normal_distribution<double> draws rounded to fp32. */
+PF_PRIVATE void pf__torch_randn(uint64_t seed, float *out, size_t count) {
+    pf__torch_generator g;
+    pf__torch_seed(&g, seed);
+    if (count < 16) {
+        for (size_t i = 0; i < count; i++) out[i] = (float)pf__torch_normal_double(&g);
+        return;
+    }
+    for (size_t i = 0; i < count; i++) out[i] = pf__torch_uniform_float(&g);
+    for (size_t i = 0; i + 16 <= count; i += 16) pf__torch_normal_fill_16(out + i);
+    if (count % 16) {
+        float *last = out + count - 16;
+        for (int i = 0; i < 16; i++) last[i] = pf__torch_uniform_float(&g);
+        pf__torch_normal_fill_16(last);
+    }
+}
+
+#ifdef PF_TESTING
+void pf_testing_torch_randn(uint64_t seed, float *out, size_t count);
+void pf_testing_torch_randn(uint64_t seed, float *out, size_t count) { pf__torch_randn(seed, out, count); }
+#endif
+
+/* ---- hashing into buckets, and the keys each query sees ------------------------------------ */
+
+PF_PRIVATE void pf__reformer_host_free(struct pf__reformer_host *h) {
+    if (!h) return;
+    free(h->rotations), free(h->qk), free(h->staging), free(h->ids), free(h->buckets), free(h->sorted);
+    free(h->slot_of), free(h->order), free(h->keys), free(h->gather);
+    free(h);
+}
+
+/* The padded row length transformers runs a row of `length` tokens at: a multiple of the chunk
+   lengths' least common multiple once the row is longer than the shorter chunk. */
+PF_PRIVATE int pf__reformer_padded_length(const pf__config *c, int length) {
+    int lcm = c->reformer_lcm_chunk, shortest = c->reformer_min_chunk;
+    return length % lcm && length > shortest ? length + lcm - length % lcm : length;
+}
+
+/* The rows a rank's Reformer buffers hold: the longest row padded. */
+PF_PRIVATE size_t pf__reformer_rows(const pf__config *c, int cache_len) {
+    return (size_t)cache_len + (size_t)c->reformer_lcm_chunk;
+}
+
+/* The keys a query lists at most: its chunk and the chunks around it, or a whole row that fits in one chunk. */
+PF_PRIVATE size_t pf__reformer_listed(const pf__config *c) {
+    size_t lsh = (size_t)c->reformer_lsh_chunk * (size_t)(1 + c->reformer_lsh_before + c->reformer_lsh_after);
+    size_t local = (size_t)c->reformer_local_chunk * (size_t)(1 + c->reformer_local_before + c->reformer_local_after);
+    return lsh > local ? lsh : local;
+}
+
+/* The rotation draws, hashes and buckets: how many floats torch draws for all heads. */
+static size_t pf__reformer_rotation_half(const pf__config *c) {
+    size_t sum = 0;
+    for (int i = 0; i < c->reformer_bucket_factors; i++) sum += (size_t)c->reformer_buckets[i];
+    return sum / 2;
+}
+
+/* The rank's host buffers, and its heads' rotations: torch.randn((heads, head_dim, num_hashes,
+   rotation_size / 2)) after torch.manual_seed(hash_seed), the same for every LSH layer and call. */
+PF_PRIVATE struct pf__reformer_host *pf__reformer_host_new(const pf__config *c, int cache_len, int head_begin, int heads) {
+    struct pf__reformer_host *h = (struct pf__reformer_host *)calloc(1, sizeof *h);
+    if (!h) return NULL;
+    size_t rows = pf__reformer_rows(c, cache_len), R = (size_t)c->reformer_hashes, hd = (size_t)c->head_dim;
+    size_t half = pf__reformer_rotation_half(c), all = (size_t)c->num_heads * hd * R * half;
+    size_t mine = (size_t)heads * hd * R * half, width = (size_t)heads * hd;
+    h->rotations = (float *)malloc((mine ? mine : 1) * sizeof(float));
+    h->qk = (float *)malloc((rows * width + 1) * sizeof(float));
+    h->staging = (float *)malloc(rows * 2 * (size_t)c->hidden_size * sizeof(float));
+    h->ids = (int32_t *)malloc(rows * sizeof(int32_t));
+    h->buckets = (int32_t *)malloc(R * rows * sizeof(int32_t));
+    h->sorted = (int32_t *)malloc(R * rows * sizeof(int32_t));
+    h->slot_of = (int32_t *)malloc(R * rows * sizeof(int32_t));
+    h->order = (int64_t *)malloc(R * rows * sizeof(int64_t));
+    h->keys = (int32_t *)malloc(((size_t)heads * rows * R * pf__reformer_listed(c) + 1) * sizeof(int32_t));
+    h->gather = (int32_t *)malloc(2 * rows * sizeof(int32_t));
+    float *drawn = (float *)malloc((all ? all : 1) * sizeof(float));
+    if (!h->rotations || !h->qk || !h->staging || !h->ids || !h->buckets || !h->sorted || !h->slot_of || !h->order || !h->keys ||
+        !h->gather || !drawn) {
+        free(drawn);
+        pf__reformer_host_free(h);
+        return NULL;
+    }
+    pf__torch_randn(c->reformer_hash_seed, drawn, all);
+    memcpy(h->rotations, drawn + (size_t)head_begin * hd * R * half, mine * sizeof(float));
+    free(drawn);
+    return h;
+}
+
+/* A listed key: its position and how it is masked (pf__backend.reformer_attend). */
+#define PF__REFORMER_KEY(position, code) ((int32_t)(position) * 4 + (code))
+
+/* The code of key position k for query position t of a row of `length` real tokens: a pad or
+   (causal) a later key masked, the query itself (LSH alone) marked. */
+static int pf__reformer_key_code(const pf__config *c, int lsh, int t, int k, int length) {
+    if (lsh && k == t) return PF__REFORMER_SELF;
+    return k >= length || (c->reformer_causal && k > t) ? PF__REFORMER_MASKED : PF__REFORMER_PLAIN;
+}
+
+/* argmax over [x, -x] (x: n values): the first maximum, as torch.argmax. */
+static int pf__reformer_argmax(const float *x, int n) {
+    int best = 0;
+    float top = x[0];
+    for (int i = 1; i < 2 * n; i++) {
+        float v = i < n ? x[i] : -x[i - n];
+        if (v > top) top = v, best = i;
+    }
+    return best;
+}
+
+/* One head's buckets of a row (qk: the rank's heads' rows, head h), the rounds' offsets added:
+   the rotated vector's argmax over [r, -r] per factor of num_buckets, the factors' argmaxes
+   combined as mixed-radix digits; pads (when the row was padded) in a bucket of their own. */
+static void pf__reformer_hash(const pf__config *c, struct pf__reformer_host *host, int h, int heads, int len,
+                              int length) {
+    int R = c->reformer_hashes, hd = c->head_dim, half = (int)pf__reformer_rotation_half(c);
+    int total = 1;
+    for (int i = 0; i < c->reformer_bucket_factors; i++) total *= c->reformer_buckets[i];
+    int padded = len > length, per_round = total + padded;
+    const float *rot = host->rotations + (size_t)h * hd * R * half;
+    float rotated[PF__REFORMER_MAX_ROTATION];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < len; t++) {
+            const float *v = host->qk + ((size_t)t * heads + h) * hd;
+            for (int i = 0; i < half; i++) {
+                float acc = 0.0f;
+                for (int e = 0; e < hd; e++) acc += v[e] * rot[((size_t)e * R + r) * half + i];
+                rotated[i] = acc;
+            }
+            int bucket = 0, place = 1, first = 0;
+            for (int f = 0; f < c->reformer_bucket_factors; f++) {
+                int n = c->reformer_buckets[f] / 2;
+                bucket += place * pf__reformer_argmax(rotated + first, n);
+                first += n;
+                place *= c->reformer_buckets[f];
+            }
+            if (t >= length) bucket = total; /* a pad's bucket */
+            host->buckets[(size_t)r * len + t] = r * per_round + bucket;
+        }
+}
+
+static int pf__reformer_compare(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The bucket order of a head's round-and-position indices i = r * len + t: by bucket, then by i
+   (transformers' stable argsort: its keys are unique, so any sort gives its order); slot_of
+   inverts it. */
+static void pf__reformer_sort(struct pf__reformer_host *host, int count) {
+    for (int i = 0; i < count; i++) host->order[i] = (int64_t)host->buckets[i] * count + i;
+    qsort(host->order, (size_t)count, sizeof(int64_t), pf__reformer_compare);
+    for (int s = 0; s < count; s++) {
+        host->sorted[s] = (int32_t)(host->order[s] % count);
+        host->slot_of[host->sorted[s]] = s;
+    }
+}
+
+/* The keys of every query of the rank's heads for an LSH or local layer over a row of len
+   positions (length real): keys[((h * len + t) * rounds + r) * listed + j]. Returns listed;
+   *rounds the hash rounds the layer combines (1 where the row fits in a chunk). */
+PF_PRIVATE int pf__reformer_keys(const pf__config *c, struct pf__reformer_host *host, int lsh, int heads, int len,
+                                 int length, int *rounds) {
+    int chunk = lsh ? c->reformer_lsh_chunk : c->reformer_local_chunk;
+    int before = lsh ? c->reformer_lsh_before : c->reformer_local_before;
+    int after = lsh ? c->reformer_lsh_after : c->reformer_local_after;
+    if (len <= chunk) { /* transformers' full attention over the row: one round, every key */
+        *rounds = 1;
+        for (int h = 0; h < heads; h++)
+            for (int t = 0; t < len; t++)
+                for (int k = 0; k < len; k++)
+                    host->keys[((size_t)h * len + t) * len + k] = PF__REFORMER_KEY(k, pf__reformer_key_code(c, lsh, t, k, length));
+        return len;
+    }
+    int listed = chunk * (1 + before + after), R = lsh ? c->reformer_hashes : 1, n = R * len, chunks = n / chunk;
+    *rounds = R;
+    for (int h = 0; h < heads; h++) {
+        if (lsh) {
+            pf__reformer_hash(c, host, h, heads, len, length);
+            pf__reformer_sort(host, n);
+        } else {
+            for (int i = 0; i < n; i++) host->sorted[i] = host->slot_of[i] = i;
+        }
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < len; t++) {
+                int slot = host->slot_of[r * len + t], own = slot / chunk;
+                int32_t *out = host->keys + (((size_t)h * len + t) * R + r) * listed;
+                for (int w = -before, j = 0; w <= after; w++) { /* the chunks around, wrapping over all rounds' */
+                    int from = ((own + w) % chunks + chunks) % chunks * chunk;
+                    for (int i = 0; i < chunk; i++, j++) {
+                        int k = host->sorted[from + i] % len;
+                        out[j] = PF__REFORMER_KEY(k, pf__reformer_key_code(c, lsh, t, k, length));
+                    }
+                }
+            }
+    }
+    return listed;
+}
 /* ==== src/backend.c ==== */
 /* =============================================================================================== */
 /* what the backends share: rank failures, the barrier, the all-reduce, rank allocations          */
@@ -20638,6 +21206,8 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->funnel_sinusoid_host), free(r->txl_logits_host);
     free(r->stream_pads);
     r->stream_pads = NULL;
+    pf__reformer_host_free(r->reformer_host);
+    r->reformer_host = NULL;
     r->routing = NULL;
     r->trigram_rows = NULL;
     r->entity_gather = NULL;
@@ -26240,6 +26810,65 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
             }
 }
 
+/* Reformer's score of query qh against listed key entry (position * 4 + code) of the k rows:
+   q . key, the key length-normalised (LSH's shared query-key) or not, over sqrt(head_dim); a
+   masked key -1e9, the query's own position (LSH) -1e5, as transformers' mask values. */
+static float pf__reformer_score(const float *qh, const float *k, int32_t entry, size_t width, size_t h, size_t hd,
+                                int shared_qk) {
+    int code = entry & 3;
+    if (code == PF__REFORMER_MASKED) return -1e9f;
+    if (code == PF__REFORMER_SELF) return -1e5f;
+    const float *kh = k + (size_t)(entry >> 2) * width + h * hd;
+    float inv = 1.0f, root = sqrtf((float)hd), dot = 0.0f;
+    if (shared_qk) {
+        float squares = 0.0f;
+        for (size_t e = 0; e < hd; e++) squares += kh[e] * kh[e];
+        inv = 1.0f / sqrtf(squares / (float)hd + 1e-6f);
+    }
+    for (size_t e = 0; e < hd; e++) dot += qh[e] * (kh[e] * inv / root);
+    return dot;
+}
+
+/* pf__backend.reformer_attend: each round's softmax over its listed keys, the rounds weighed by
+   their log-sum-exps (the scores computed twice rather than kept: no allocation). */
+static void pf__cpu_reformer_attend(pf__rank *r, float *out, const float *q, const float *k, const float *v,
+                                    const int32_t *keys, const pf__reformer_shape *a) {
+    (void)r;
+    size_t H = (size_t)a->heads, hd = (size_t)a->head_dim, width = H * hd, R = (size_t)a->rounds, K = (size_t)a->listed;
+    float lse[64]; /* num_hashes <= 64 (config.c) */
+    for (size_t h = 0; h < H; h++)
+        for (size_t t = 0; t < (size_t)a->len; t++) {
+            const float *qh = q + t * width + h * hd;
+            float *o = out + t * width + h * hd;
+            const int32_t *listed = keys + (h * (size_t)a->len + t) * R * K;
+            float top_all = -INFINITY;
+            for (size_t round = 0; round < R; round++) {
+                const int32_t *row = listed + round * K;
+                float top = -INFINITY, sum = 0.0f;
+                for (size_t j = 0; j < K; j++) {
+                    float score = pf__reformer_score(qh, k, row[j], width, h, hd, a->shared_qk);
+                    if (score > top) top = score;
+                }
+                for (size_t j = 0; j < K; j++) sum += expf(pf__reformer_score(qh, k, row[j], width, h, hd, a->shared_qk) - top);
+                lse[round] = top + logf(sum);
+                if (lse[round] > top_all) top_all = lse[round];
+            }
+            float total = 0.0f;
+            for (size_t round = 0; round < R; round++) total += expf(lse[round] - top_all);
+            total = R == 1 ? lse[0] : top_all + logf(total);
+            for (size_t e = 0; e < hd; e++) o[e] = 0.0f;
+            for (size_t round = 0; round < R; round++) {
+                const int32_t *row = listed + round * K;
+                float weight = expf(lse[round] - total);
+                for (size_t j = 0; j < K; j++) {
+                    float p = expf(pf__reformer_score(qh, k, row[j], width, h, hd, a->shared_qk) - lse[round]) * weight;
+                    const float *vh = v + (size_t)(row[j] >> 2) * width + h * hd;
+                    for (size_t e = 0; e < hd; e++) o[e] += p * vh[e];
+                }
+            }
+        }
+}
+
 static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                                      size_t count, size_t width) {
     (void)r;
@@ -26293,6 +26922,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .multiply = pf__cpu_multiply,
     .span_conv = pf__cpu_span_conv,
     .funnel_bias = pf__cpu_funnel_bias,
+    .reformer_attend = pf__cpu_reformer_attend,
     .ngram_attend = pf__cpu_ngram_attend,
     .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,
@@ -27900,6 +28530,24 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->xlnet_mem_v = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
         r->xlnet_g = (float *)pf__rank_alloc(r, (size_t)g->max_batch * hidden * sizeof(float));
     }
+    if (c->reformer) { /* a row at a time (pf__rank_reformer) */
+        size_t rows = pf__reformer_rows(c, g->cache_len), kv = q_width > hidden ? q_width : hidden;
+        size_t listed = pf__reformer_listed(c), R = (size_t)c->reformer_hashes;
+        r->reformer_x1 = (float *)pf__rank_alloc(r, rows * hidden * sizeof(float));
+        r->reformer_x2 = (float *)pf__rank_alloc(r, rows * hidden * sizeof(float));
+        r->reformer_in = (float *)pf__rank_alloc(r, rows * 2 * hidden * sizeof(float));
+        r->reformer_q = (float *)pf__rank_alloc(r, rows * q_width * sizeof(float));
+        r->reformer_k = (float *)pf__rank_alloc(r, rows * kv * sizeof(float));
+        r->reformer_v = (float *)pf__rank_alloc(r, rows * kv * sizeof(float));
+        r->reformer_out = (float *)pf__rank_alloc(r, rows * q_width * sizeof(float));
+        r->reformer_mlp = (float *)pf__rank_alloc(r, rows * (size_t)r->share.mlp_width * sizeof(float));
+        r->reformer_part = (float *)pf__rank_alloc(r, rows * hidden * sizeof(float));
+        r->reformer_final = (float *)pf__rank_alloc(r, T * 2 * hidden * sizeof(float));
+        r->reformer_keys = (int32_t *)pf__rank_alloc(r, (size_t)r->share.heads * rows * R * listed * sizeof(int32_t));
+        if (!r->counting && !r->reformer_host && /* host memory: once, not in the counting pass */
+            !(r->reformer_host = pf__reformer_host_new(c, g->cache_len, r->share.head_begin, r->share.heads)))
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */
@@ -28084,8 +28732,6 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     }
     return t;
 }
-
-static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width);
 
 #define PF__HAS(w) ((w).data != NULL)
 #define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
@@ -29803,6 +30449,152 @@ static void pf__rank_two_streams(pf__rank *r, const pf__job *job) {
     if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
 }
 
+/* Reformer (src/reformer.c hashes and lists the keys): out [rows][a_width + b_width] = [a | b] row by
+   row, through the host. */
+static void pf__reformer_join(pf__rank *r, float *out, const float *a, size_t a_width, const float *b, size_t b_width,
+                              size_t rows) {
+    const pf__backend *be = r->backend;
+    float *staging = r->reformer_host->staging;
+    size_t width = a_width + b_width, f = sizeof(float);
+    be->download_rows(r, staging, width * f, a, a_width * f, a_width * f, rows);
+    be->download_rows(r, staging + a_width, width * f, b, b_width * f, b_width * f, rows);
+    be->upload(r, out, staging, rows * width * f);
+}
+
+/* count floats of zeros at x (through the host: a fresh buffer may hold any bits, NaN's too). */
+static void pf__reformer_zero(pf__rank *r, float *x, size_t count) {
+    float *staging = r->reformer_host->staging;
+    memset(staging, 0, count * sizeof(float));
+    r->backend->upload(r, x, staging, count * sizeof(float));
+}
+
+/* x1 = x2 = the row's embedding: its tokens' rows plus its positions' (the table's, or axial:
+   [rows table at p / shape[1] | columns table at p % shape[1]]). */
+static void pf__reformer_embed(pf__rank *r, const int32_t *ids, int len) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t d = (size_t)c->hidden_size, N = (size_t)len;
+    pf__step row;
+    memset(&row, 0, sizeof row);
+    row.ids = ids;
+    row.batch = 1;
+    row.seq_len = len;
+    int vocab_split = g->world_ranks > 1 && g->model->sources[PF__SLOT_TOKEN_EMBED].split == PF__SPLIT_VOCAB;
+    be->embed(r, r->reformer_x1, &W[PF__SLOT_TOKEN_EMBED], &row, 1.0f, vocab_split ? r->share.vocab_begin : 0);
+    if (vocab_split) pf__all_reduce(r, r->reformer_x1, N * d, "the token embedding's all-reduce");
+    if (!c->reformer_axial) {
+        be->add_positions(r, r->reformer_x1, &W[PF__SLOT_POSITION_EMBED], &row, 0);
+    } else {
+        int32_t *at = r->reformer_host->gather;
+        size_t d0 = (size_t)c->reformer_axial_dims[0], d1 = (size_t)c->reformer_axial_dims[1];
+        for (int t = 0; t < len; t++) at[t] = t / c->reformer_axial_shape[1], at[len + t] = t % c->reformer_axial_shape[1];
+        row.ids = at;
+        be->embed(r, r->reformer_k, &W[PF__SLOT_AXIAL_ROW_EMBED], &row, 1.0f, 0);
+        row.ids = at + len;
+        be->embed(r, r->reformer_v, &W[PF__SLOT_AXIAL_COLUMN_EMBED], &row, 1.0f, 0);
+        pf__reformer_join(r, r->reformer_in, r->reformer_k, d0, r->reformer_v, d1, N);
+        be->add_residual(r, r->reformer_x1, r->reformer_in, NULL, N, d);
+    }
+    be->copy(r, r->reformer_x2, r->reformer_x1, N * d * sizeof(float));
+}
+
+/* Layer l on a row of len positions (length real): x1 += attention(norm(x2)) summed over the
+   ranks, then x2 += feed-forward(norm(x1)) (the reversible residual's forward: in eval mode the
+   two-stream sum, no inversion; chunk_size_feed_forward only splits the rows). */
+static void pf__reformer_layer(pf__rank *r, int l, int len, int length) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t d = (size_t)c->hidden_size, N = (size_t)len, heads = (size_t)r->share.heads, hd = (size_t)c->head_dim;
+    float eps = (float)c->norm_eps;
+    int lsh = c->reformer_lsh[l];
+    be->norm(r, r->reformer_in, r->reformer_x2, &L[PF__SLOT_ATTN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), N, d,
+             eps, PF__NORM_LAYER);
+    if (heads) {
+        struct pf__reformer_host *host = r->reformer_host;
+        be->matmul(r, r->reformer_q, r->reformer_in, &L[PF__SLOT_Q_WEIGHT], NULL, N); /* LSH: the shared query-key */
+        if (!lsh) be->matmul(r, r->reformer_k, r->reformer_in, &L[PF__SLOT_K_WEIGHT], NULL, N);
+        be->matmul(r, r->reformer_v, r->reformer_in, &L[PF__SLOT_V_WEIGHT], NULL, N);
+        if (lsh && len > c->reformer_lsh_chunk) be->download(r, host->qk, r->reformer_q, N * heads * hd * sizeof(float));
+        if (pf__rank_failed(r)) return;
+        pf__reformer_shape shape = {len, (int)heads, (int)hd, 1, 0, lsh};
+        shape.listed = pf__reformer_keys(c, host, lsh, (int)heads, len, length, &shape.rounds);
+        be->upload(r, r->reformer_keys, host->keys, heads * N * (size_t)shape.rounds * (size_t)shape.listed * sizeof(int32_t));
+        be->reformer_attend(r, r->reformer_out, r->reformer_q, lsh ? r->reformer_q : r->reformer_k, r->reformer_v,
+                            r->reformer_keys, &shape);
+        be->matmul(r, r->reformer_part, r->reformer_out, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+    } else {
+        pf__reformer_zero(r, r->reformer_part, N * d); /* no heads here: nothing to add to the sum */
+    }
+    pf__all_reduce(r, r->reformer_part, N * d, "the attention output's all-reduce");
+    be->add_residual(r, r->reformer_x1, r->reformer_part, NULL, N, d);
+    be->norm(r, r->reformer_in, r->reformer_x1, &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), N, d, eps,
+             PF__NORM_LAYER);
+    if (r->share.mlp_width) {
+        be->matmul(r, r->reformer_mlp, r->reformer_in, &L[PF__SLOT_MLP_UP_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_UP_BIAS]), N);
+        be->activation(r, r->reformer_mlp, N * (size_t)r->share.mlp_width, c->activation);
+        be->matmul(r, r->reformer_part, r->reformer_mlp, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    } else {
+        pf__reformer_zero(r, r->reformer_part, N * d);
+    }
+    pf__all_reduce(r, r->reformer_part, N * d, "the feed-forward output's all-reduce");
+    be->add_residual(r, r->reformer_x2, r->reformer_part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+}
+
+/* A FORWARD job on a Reformer: each row alone, as transformers runs it (its real tokens, padded
+   on the right to the chunks' multiple with pad_token_id, the pads masked and hashed apart), the
+   layers, then norm([x1 | x2]) at twice the hidden width; the real rows of every row into
+   reformer_final at the step's place (left pads zero), then the encoder's hidden state or the LM
+   head's logits (every position's, or each row's last). */
+static void pf__rank_reformer(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, wide = 2 * d, T = (size_t)s->seq_len, B = (size_t)s->batch;
+    size_t most = pf__reformer_rows(c, g->cache_len);
+    if (s->past) {
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Reformer runs every position of a row at once (no cache): a step "
+                      "after %d positions is not supported", s->past);
+        return;
+    }
+    for (size_t b = 0; b < B && !pf__rank_failed(r); b++) {
+        int pad = s->pad ? s->pad[b] : 0, length = (int)T - pad, len = pf__reformer_padded_length(c, length);
+        int limit = c->reformer_axial ? c->reformer_axial_shape[0] * c->reformer_axial_shape[1] : c->max_positions;
+        if (len > limit || (size_t)len > most) {
+            pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "Reformer row %zu: %d tokens run padded to %d positions, beyond "
+                          "the model's %d (%s)", b, length, len, limit,
+                          c->reformer_axial ? "axial_pos_shape's product" : "max_position_embeddings");
+            return;
+        }
+        int32_t *ids = r->reformer_host->ids;
+        memcpy(ids, s->ids + b * T + (size_t)pad, (size_t)length * sizeof(int32_t));
+        for (int t = length; t < len; t++) ids[t] = c->pad_token_id;
+        pf__reformer_embed(r, ids, len);
+        for (int l = 0; l < c->num_layers && !pf__rank_failed(r); l++) pf__reformer_layer(r, l, len, length);
+        if (pf__rank_failed(r)) return;
+        pf__reformer_zero(r, r->reformer_final + b * T * wide, (size_t)pad * wide); /* the left pads' rows */
+        float *out = r->reformer_final + (b * T + (size_t)pad) * wide;
+        pf__reformer_join(r, r->reformer_in, r->reformer_x1, d, r->reformer_x2, d, (size_t)length);
+        be->norm(r, out, r->reformer_in, &r->weights[PF__SLOT_FINAL_NORM_WEIGHT], PF__OR_NULL(r->weights[PF__SLOT_FINAL_NORM_BIAS]),
+                 (size_t)length, wide, (float)c->norm_eps, PF__NORM_LAYER);
+    }
+    if (pf__rank_failed(r)) return;
+    if (c->head == PF_HEAD_CAUSAL_LM && job->logits) {
+        if (job->all_positions) {
+            pf__rank_vocab_logits(r, job, r->reformer_final, B * T, wide);
+            return;
+        }
+        for (size_t b = 0; b < B; b++) /* each row's last position */
+            be->copy(r, r->reformer_in + b * wide, r->reformer_final + ((b + 1) * T - 1) * wide, wide * sizeof(float));
+        pf__rank_vocab_logits(r, job, r->reformer_in, B, wide);
+        return;
+    }
+    if (r->world == 0 && job->hidden) be->download(r, job->hidden, r->reformer_final, B * T * wide * sizeof(float));
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -29820,6 +30612,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
+        return;
+    }
+    if (c->reformer) {
+        pf__rank_reformer(r, job);
         return;
     }
     if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM && !job->hidden) {
@@ -30034,6 +30830,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
     const pf__config *c = &m->config;
     const pf__step *s = &job->step;
     size_t B = (size_t)s->batch, N = B * (size_t)s->seq_len, d = (size_t)c->hidden_size, f = sizeof(float);
+    size_t width = (size_t)pf__output_width(c); /* the hidden rows' (Reformer's twice d) */
     memset(out, 0, sizeof *out);
 #define PF__BY_FIRST_RANK(ptr, floats) \
     (out->by_first_rank[out->num_by_first_rank].data = (ptr), out->by_first_rank[out->num_by_first_rank++].bytes = (floats) * f)
@@ -30047,8 +30844,9 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
-    } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || (c->xlnet && c->head == PF_HEAD_CAUSAL_LM)) && !job->hidden) {
-        /* a decoder's step, or XLNet's generation step (the query stream's logits) */
+    } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || ((c->xlnet || c->reformer) && c->head == PF_HEAD_CAUSAL_LM)) &&
+               !job->hidden) {
+        /* a decoder's step, or XLNet's generation step (the query stream's logits), or Reformer's LM */
         size_t rows = job->all_positions ? N : (size_t)pf__job_output_rows(g, job);
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
         if (job->tokens) out->choice_rows = rows;
@@ -30056,7 +30854,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
     } else {
         size_t labels = (size_t)c->num_labels;
         if ((c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC) && job->logits) out->vocab_rows = N;
-        if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * d);
+        if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * width);
         if (m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || job->pool_at) {
             if (job->pooled) PF__BY_FIRST_RANK(job->pooled, B * d);
             if (m->sources[PF__SLOT_PROJECTION].data && job->embeds) PF__BY_FIRST_RANK(job->embeds, B * (size_t)c->projection_dim);
@@ -30561,6 +31359,11 @@ int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const floa
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
                         int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, int window,
                         float scale);
+/* Reformer's attention over listed keys (pf__backend.reformer_attend's math): q, k, v, out rows
+   [heads * head_dim] of len positions; keys [heads][len][rounds][listed], each position * 4 + code
+   (0 plain, 1 masked: -1e9, 2 the query's own: -1e5); shared_qk: LSH's length-normalised keys. */
+int pf_cuda_reformer_attend(pf_cuda_rank *st, float *out, const float *q, const float *k, const float *v, const int32_t *keys,
+                            int len, int heads, int head_dim, int rounds, int listed, int shared_qk);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);
@@ -31435,6 +32238,14 @@ static void pf__cuda_span_conv(pf__rank *r, float *out, const float *logits, siz
         pf__cuda_ok(r, pf_cuda_span_conv(rs->cu, out, logits, logits_stride, v, pad, s->batch, s->seq_len, heads, head_dim, k));
 }
 
+static void pf__cuda_reformer_attend(pf__rank *r, float *out, const float *q, const float *k, const float *v,
+                                     const int32_t *keys, const pf__reformer_shape *a) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !a->heads || !a->len) return;
+    pf__cuda_ok(r, pf_cuda_reformer_attend(rs->cu, out, q, k, v, keys, a->len, a->heads, a->head_dim, a->rounds, a->listed,
+                                           a->shared_qk));
+}
+
 static void pf__cuda_funnel_bias(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
                                  const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
                                  const pf__funnel_shape *f) {
@@ -31954,6 +32765,7 @@ static const pf__backend pf__cuda_table = {
     .gather_rows = pf__cuda_gather_rows,
     .depthwise_conv = pf__cuda_depthwise_conv,
     .funnel_bias = pf__cuda_funnel_bias,
+    .reformer_attend = pf__cuda_reformer_attend,
     .ngram_attend = pf__cuda_ngram_attend,
     .multiply = pf__cuda_multiply,
     .span_conv = pf__cuda_span_conv,
@@ -32071,6 +32883,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                              : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
                              : c->transfo_xl && !backend->funnel_bias ? "Transformer-XL's relative attention"
                              : c->ngram && !backend->ngram_attend ? "ProphetNet's n-gram self-attention"
+                             : c->reformer && !backend->reformer_attend ? "Reformer's LSH and local attention"
                              : c->entity_vocab_size && !backend->gather_rows ? "LUKE's entity embeddings and attention"
                                                                              : NULL;
     if (family_ops)
@@ -37150,7 +37963,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (num_entity_rows && (extras->mention_length < 1 || extras->mention_length > most))
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "mention_length %d: an entity's positions take 1 to %d values "
                         "(max_position_embeddings)", extras->mention_length, most);
-    size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
+    size_t N = (size_t)batch * T, d = (size_t)pf__output_width(c); /* the hidden rows' width */
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE &&
                     c->head != PF_HEAD_NEXT_SENTENCE;
     int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size
@@ -39627,6 +40440,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: %s generates one prompt, one sequence at a time "
                         "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's",
                         m->config.xlnet ? "XLNet" : "Transformer-XL", batch, o->num_beams, o->num_return_sequences);
+    if (m->config.reformer && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: Reformer generates one prompt, one sequence at a time "
+                        "(%d prompts, num_beams %d, num_return_sequences %d): each step runs the row's every position "
+                        "again", batch, o->num_beams, o->num_return_sequences);
     int vocab = m->config.vocab_size;
     /* Every count against its limit before its array is read: a count past the caller's array
        would read beyond it. */
@@ -39727,8 +40544,9 @@ PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__d
 
 /* The tokens a decode step runs in rows of `length`: the last (the KV cache holds the others), or
    XLNet's as its generate() feeds them: with memory the last two (transformers' offset 2: the
-   memory holds the others), without it every token again. */
+   memory holds the others), without it every token again; Reformer's every token again. */
 static int pf__decode_width(const pf__config *c, int length) {
+    if (c->reformer) return length; /* no cache: every position again (src/reformer.c) */
     if (!c->xlnet) return 1;
     return !c->xlnet_mems ? length : length < 2 ? length : 2;
 }
@@ -39947,7 +40765,7 @@ PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_
     st->pool[1] = beams > 1 ? (int32_t *)malloc(rows * st->capacity * sizeof(int32_t)) : NULL;
     size_t step_width = (size_t)st->width, recompute = (size_t)pf__recompute_width(&st->m->config);
     if (recompute > step_width && recompute <= st->capacity) step_width = recompute; /* that step's ids */
-    if (st->m->config.xlnet) step_width = st->capacity; /* without memory, every token each step */
+    if (st->m->config.xlnet || st->m->config.reformer) step_width = st->capacity; /* every token each step */
     st->ids = (int32_t *)malloc(rows * step_width * sizeof *st->ids);
     st->pads = (int *)malloc(rows * sizeof *st->pads);
     st->src = (int *)malloc(rows * sizeof *st->src);
@@ -41750,6 +42568,28 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
     return PF_OK;
 }
 
+/* Reformer's tensors against config.json: key weights exactly on its local layers (attn_layers),
+   the axial tables or the position table as axial_pos_embds says. */
+static pf_result pf__reformer_check_tensors(pf_model *m) {
+    const pf__config *c = &m->config;
+    if (!c->reformer) return PF_OK;
+    for (int l = 0; l < c->num_layers; l++) {
+        int has_key = m->sources[pf__slot_index(PF__SLOT_K_WEIGHT, l)].data != NULL;
+        if (has_key == c->reformer_lsh[l])
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d is %s in config.json's attn_layers but its tensors are %s "
+                            "attention's", m->dir, l, c->reformer_lsh[l] ? "\"lsh\"" : "\"local\"",
+                            has_key ? "local" : "LSH");
+    }
+    int axial = m->sources[PF__SLOT_AXIAL_ROW_EMBED].data && m->sources[PF__SLOT_AXIAL_COLUMN_EMBED].data;
+    int table = m->sources[PF__SLOT_POSITION_EMBED].data != NULL;
+    if (c->reformer_axial ? !axial || table : !table || m->sources[PF__SLOT_AXIAL_ROW_EMBED].data ||
+                                                  m->sources[PF__SLOT_AXIAL_COLUMN_EMBED].data)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's axial_pos_embds is %s but the checkpoint's position "
+                        "tensors are %s", m->dir, c->reformer_axial ? "true" : "false",
+                        axial && !table ? "axial ones" : table && !axial ? "a table" : "neither or both kinds");
+    return PF_OK;
+}
+
 /* The LM head: none where the head type has no vocabulary logits; tied, the embedding (and a
    head in the file too must hold the same values); untied, present. */
 static pf_result pf__resolve_lm_head(pf_model *m) {
@@ -42162,7 +43002,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     const char *prefix = NULL;
     pf_result r;
     if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
-        (r = pf__resolve_lm_head(m)))
+        (r = pf__resolve_lm_head(m)) || (r = pf__reformer_check_tensors(m)))
         return r;
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;

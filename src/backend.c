@@ -178,6 +178,8 @@ PF_PRIVATE void pf__rank_free_all(pf__rank *r) {
     free(r->funnel_sinusoid_host), free(r->txl_logits_host);
     free(r->stream_pads);
     r->stream_pads = NULL;
+    pf__reformer_host_free(r->reformer_host);
+    r->reformer_host = NULL;
     r->routing = NULL;
     r->trigram_rows = NULL;
     r->entity_gather = NULL;

@@ -1338,6 +1338,10 @@ static pf_result pf__config_head(const pf__json *json, pf__config *c, const char
     const pf__json *first = names && names->type == PF__JSON_ARRAY ? names->first : NULL;
     if (first && first->type == PF__JSON_STRING && strlen(first->string) < sizeof c->class_name)
         memcpy(c->class_name, first->string, strlen(first->string) + 1);
+    if (c->reformer) { /* its classes: pf__config_reformer */
+        c->head = PF_HEAD_NONE;
+        return PF_OK;
+    }
     if (pf__archs[c->arch].kind == PF__KIND_DECODER) {
         /* besides the causal LM: reward models (LlamaForSequenceClassification's score) and the bare
            model that decoder-based embedders ship (e5-mistral's MistralModel); GPT2LMHeadModel and
@@ -2147,6 +2151,144 @@ static pf_result pf__config_transfo_xl(const pf__json *json, pf__config *c, cons
     return PF_OK;
 }
 
+PF_PRIVATE int pf__output_width(const pf__config *c) { return c->reformer ? 2 * c->hidden_size : c->hidden_size; }
+
+/* A Reformer config.json integer key (absent or null: fallback) into *out, refused naming it unless
+   it is a whole number in [least, most]. */
+static pf_result pf__config_reformer_int(const pf__json *json, const char *key, int fallback, int least, int most, int *out,
+                                         const char *path, char *message, size_t size) {
+    double v = fallback;
+    if (pf__json_number(pf__json_get(json, key), &v) < 0 || v != floor(v) || v < least || v > most)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"%s\" is not a whole number from %d to %d", path, key,
+                          least, most);
+    *out = (int)v;
+    return PF_OK;
+}
+
+/* A list key of two positive integers (absent: the config class's defaults a, b). */
+static pf_result pf__config_reformer_pair(const pf__json *json, const char *key, int a, int b, int out[2], const char *path,
+                                          char *message, size_t size) {
+    const pf__json *v = pf__json_get(json, key);
+    out[0] = a, out[1] = b;
+    if (!v) return PF_OK;
+    if (v->type != PF__JSON_ARRAY || v->count != 2 || v->first->type != PF__JSON_NUMBER || v->first->next->type != PF__JSON_NUMBER ||
+        !(v->first->number >= 1 && v->first->number <= 1 << 20 && v->first->number == floor(v->first->number)) ||
+        !(v->first->next->number >= 1 && v->first->next->number <= 1 << 20 && v->first->next->number == floor(v->first->next->number)))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"%s\" is not supported unless it is two positive "
+                          "integers (transformers' axial positions take two)", path, key);
+    out[0] = (int)v->first->number, out[1] = (int)v->first->next->number;
+    return PF_OK;
+}
+
+static int pf__gcd(int a, int b) { return b ? pf__gcd(b, a % b) : a; }
+
+/* The seed of the LSH rotations when config.json has no hash_seed: transformers then draws them
+   from torch's global generator (another draw each call: its outputs are not reproducible); we
+   seed torch's generator with this, documented in the README. */
+#define PF__REFORMER_DEFAULT_SEED 0
+
+/* Reformer (pf__config.reformer): attn_layers ("lsh" and "local" layers: the layer count), the
+   chunk lengths and neighbours of each kind, num_hashes, num_buckets (an even int, or a list of
+   even factors; null, which transformers sets from the first input's length and keeps, refused),
+   hash_seed, is_decoder (causal masks; ReformerModelWithLMHead requires it and no chunks after),
+   axial positions or a table, pad_token_id (the padding's id). chunk_size_feed_forward and
+   chunk_size_lm_head split rows alone: the same math. ReformerModel and ReformerModelWithLMHead
+   are implemented; the other heads are refused. */
+static pf_result pf__config_reformer(const pf__json *json, pf__config *c, const char *path, char *message, size_t size) {
+    int lm = pf__has_suffix(c->class_name, "ModelWithLMHead");
+    if (lm) c->head = PF_HEAD_CAUSAL_LM;
+    else if (c->head != PF_HEAD_NONE || (c->class_name[0] && !pf__has_suffix(c->class_name, "Model")))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: architecture \"%s\" is not supported (ReformerModel "
+                          "and ReformerModelWithLMHead are: the masked LM, classification and question answering heads "
+                          "are not implemented)", path, c->class_name);
+    const pf__json *layers = pf__json_get(json, "attn_layers");
+    static const char *const defaults[] = {"local", "lsh", "local", "lsh", "local", "lsh"};
+    int count = layers ? (int)layers->count : 6;
+    if ((layers && layers->type != PF__JSON_ARRAY) || count < 1 || count > PF__REFORMER_MAX_LAYERS)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"attn_layers\" is not supported unless it lists 1 to "
+                          "%d layers", path, PF__REFORMER_MAX_LAYERS);
+    const pf__json *kind = layers ? layers->first : NULL;
+    int any_lsh = 0, any_local = 0;
+    for (int l = 0; l < count; l++, kind = kind ? kind->next : NULL) {
+        const char *name = layers ? (kind->type == PF__JSON_STRING ? kind->string : "") : defaults[l];
+        if (strcmp(name, "lsh") && strcmp(name, "local"))
+            return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"attn_layers\" entry %d is not supported (\"lsh\" "
+                              "and \"local\" are)", path, l);
+        c->reformer_lsh[l] = !strcmp(name, "lsh");
+        any_lsh |= c->reformer_lsh[l], any_local |= !c->reformer_lsh[l];
+    }
+    c->num_layers = count; /* transformers' num_hidden_layers is len(attn_layers) */
+    double causal = 0, has_axial = 1;
+    if (pf__json_number(pf__json_get(json, "is_decoder"), &causal) < 0 ||
+        pf__json_number(pf__json_get(json, "axial_pos_embds"), &has_axial) < 0)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"is_decoder\" or \"axial_pos_embds\" is not a boolean", path);
+    c->reformer_causal = causal != 0, c->reformer_axial = has_axial != 0;
+    pf_result r = PF_OK;
+    if ((r = pf__config_reformer_int(json, "lsh_attn_chunk_length", 64, 1, 1 << 16, &c->reformer_lsh_chunk, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "local_attn_chunk_length", 64, 1, 1 << 16, &c->reformer_local_chunk, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "lsh_num_chunks_before", 1, 0, 64, &c->reformer_lsh_before, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "lsh_num_chunks_after", 0, 0, 64, &c->reformer_lsh_after, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "local_num_chunks_before", 1, 0, 64, &c->reformer_local_before, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "local_num_chunks_after", 0, 0, 64, &c->reformer_local_after, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "num_hashes", 1, 1, 64, &c->reformer_hashes, path, message, size)) ||
+        (r = pf__config_reformer_int(json, "pad_token_id", 0, 0, c->vocab_size - 1, &c->pad_token_id, path, message, size)))
+        return r;
+    if (lm && (!c->reformer_causal || c->reformer_lsh_after || c->reformer_local_after))
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: ReformerModelWithLMHead needs \"is_decoder\" true and "
+                          "\"lsh_num_chunks_after\" and \"local_num_chunks_after\" 0, as transformers requires", path);
+    /* the chunk lengths of the layer kinds present: transformers pads to their least common multiple */
+    int lsh_chunk = c->reformer_lsh_chunk, local_chunk = c->reformer_local_chunk;
+    c->reformer_lcm_chunk = any_lsh && any_local ? lsh_chunk / pf__gcd(lsh_chunk, local_chunk) * local_chunk
+                            : any_lsh            ? lsh_chunk
+                                                 : local_chunk;
+    c->reformer_min_chunk = any_lsh && any_local ? (lsh_chunk < local_chunk ? lsh_chunk : local_chunk)
+                            : any_lsh            ? lsh_chunk
+                                                 : local_chunk;
+    if (c->reformer_lcm_chunk > 1 << 16)
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: the chunk lengths' least common multiple %d is not "
+                          "supported (65536 at most)", path, c->reformer_lcm_chunk);
+    const pf__json *buckets = pf__json_get(json, "num_buckets");
+    c->reformer_bucket_factors = 0;
+    if (any_lsh && (!buckets || buckets->type == PF__JSON_NULL))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_buckets\" null is not supported (transformers "
+                          "sets it from the first input's length; give it)", path);
+    int rotation = 0;
+    for (const pf__json *b = buckets && buckets->type == PF__JSON_ARRAY ? buckets->first : buckets;
+         any_lsh && b && b->type != PF__JSON_NULL; b = buckets->type == PF__JSON_ARRAY ? b->next : NULL) {
+        if (b->type != PF__JSON_NUMBER || b->number != floor(b->number) || !(b->number >= 2 && b->number <= 2048) ||
+            (int)b->number % 2 || c->reformer_bucket_factors == PF__REFORMER_MAX_FACTORS)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"num_buckets\" is not an even count (2 to 2048) or a "
+                              "list of %d such", path, PF__REFORMER_MAX_FACTORS);
+        c->reformer_buckets[c->reformer_bucket_factors++] = (int)b->number;
+        rotation += (int)b->number;
+    }
+    long long product = 1;
+    for (int i = 0; i < c->reformer_bucket_factors; i++) product *= c->reformer_buckets[i];
+    if (any_lsh && (!c->reformer_bucket_factors || rotation / 2 > PF__REFORMER_MAX_ROTATION || product > 1 << 24))
+        return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: \"num_buckets\" is not supported (1 to %d factors whose "
+                          "halves sum to %d at most, %d buckets at most)", path, PF__REFORMER_MAX_FACTORS,
+                          PF__REFORMER_MAX_ROTATION, 1 << 24);
+    const pf__json *seed = pf__json_get(json, "hash_seed");
+    c->reformer_hash_seed = PF__REFORMER_DEFAULT_SEED;
+    if (seed && seed->type != PF__JSON_NULL) {
+        if (seed->type != PF__JSON_NUMBER || !seed->integral || seed->integer < 0)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"hash_seed\" is not a non-negative integer", path);
+        c->reformer_hash_seed = (uint64_t)seed->integer;
+    }
+    /* read even without axial positions: the axial tables' shapes, should a checkpoint hold them anyway */
+    if ((r = pf__config_reformer_pair(json, "axial_pos_shape", 64, 64, c->reformer_axial_shape, path, message, size)) ||
+        (r = pf__config_reformer_pair(json, "axial_pos_embds_dim", 64, 192, c->reformer_axial_dims, path, message, size)))
+        return r;
+    if (c->reformer_axial) {
+        if (c->reformer_axial_dims[0] + c->reformer_axial_dims[1] != c->hidden_size)
+            return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"axial_pos_embds_dim\" %d + %d is not hidden_size %d", path,
+                              c->reformer_axial_dims[0], c->reformer_axial_dims[1], c->hidden_size);
+    }
+    if (c->head_dim < 1 || c->head_dim > 4096)
+        return pf__format(message, size, PF_ERROR_FORMAT, "%s: \"attention_head_size\" %d is not in 1..4096", path, c->head_dim);
+    return PF_OK;
+}
+
 /* What the rows do not hold: activation, rope, token ids, head, speech front end, tied embeddings,
    required values and attention windows (quantization_config: quantized.c, with the tensors). */
 static pf_result pf__config_read_extras(const pf__json *json, const char *path, pf__config *cfg, char *message,
@@ -2178,6 +2320,7 @@ static pf_result pf__config_read_extras(const pf__json *json, const char *path, 
     }
     if (!r) r = pf__config_requires(json, cfg->arch, path, message, size);
     if (!r && cfg->transfo_xl) r = pf__config_transfo_xl(json, cfg, path, message, size);
+    if (!r && cfg->reformer) r = pf__config_reformer(json, cfg, path, message, size);
     if (!r && cfg->xlnet) r = pf__config_xlnet(json, cfg, path, message, size);
     else if (!r && cfg->funnel) r = pf__config_funnel(json, cfg, path, message, size);
     if (!r && strcmp(pf__config_key(cfg->arch, offsetof(pf__config, sparse_block)), "(derived)"))

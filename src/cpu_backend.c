@@ -4479,6 +4479,65 @@ static void pf__cpu_funnel_bias(pf__rank *r, float *out, const float *q, const f
             }
 }
 
+/* Reformer's score of query qh against listed key entry (position * 4 + code) of the k rows:
+   q . key, the key length-normalised (LSH's shared query-key) or not, over sqrt(head_dim); a
+   masked key -1e9, the query's own position (LSH) -1e5, as transformers' mask values. */
+static float pf__reformer_score(const float *qh, const float *k, int32_t entry, size_t width, size_t h, size_t hd,
+                                int shared_qk) {
+    int code = entry & 3;
+    if (code == PF__REFORMER_MASKED) return -1e9f;
+    if (code == PF__REFORMER_SELF) return -1e5f;
+    const float *kh = k + (size_t)(entry >> 2) * width + h * hd;
+    float inv = 1.0f, root = sqrtf((float)hd), dot = 0.0f;
+    if (shared_qk) {
+        float squares = 0.0f;
+        for (size_t e = 0; e < hd; e++) squares += kh[e] * kh[e];
+        inv = 1.0f / sqrtf(squares / (float)hd + 1e-6f);
+    }
+    for (size_t e = 0; e < hd; e++) dot += qh[e] * (kh[e] * inv / root);
+    return dot;
+}
+
+/* pf__backend.reformer_attend: each round's softmax over its listed keys, the rounds weighed by
+   their log-sum-exps (the scores computed twice rather than kept: no allocation). */
+static void pf__cpu_reformer_attend(pf__rank *r, float *out, const float *q, const float *k, const float *v,
+                                    const int32_t *keys, const pf__reformer_shape *a) {
+    (void)r;
+    size_t H = (size_t)a->heads, hd = (size_t)a->head_dim, width = H * hd, R = (size_t)a->rounds, K = (size_t)a->listed;
+    float lse[64]; /* num_hashes <= 64 (config.c) */
+    for (size_t h = 0; h < H; h++)
+        for (size_t t = 0; t < (size_t)a->len; t++) {
+            const float *qh = q + t * width + h * hd;
+            float *o = out + t * width + h * hd;
+            const int32_t *listed = keys + (h * (size_t)a->len + t) * R * K;
+            float top_all = -INFINITY;
+            for (size_t round = 0; round < R; round++) {
+                const int32_t *row = listed + round * K;
+                float top = -INFINITY, sum = 0.0f;
+                for (size_t j = 0; j < K; j++) {
+                    float score = pf__reformer_score(qh, k, row[j], width, h, hd, a->shared_qk);
+                    if (score > top) top = score;
+                }
+                for (size_t j = 0; j < K; j++) sum += expf(pf__reformer_score(qh, k, row[j], width, h, hd, a->shared_qk) - top);
+                lse[round] = top + logf(sum);
+                if (lse[round] > top_all) top_all = lse[round];
+            }
+            float total = 0.0f;
+            for (size_t round = 0; round < R; round++) total += expf(lse[round] - top_all);
+            total = R == 1 ? lse[0] : top_all + logf(total);
+            for (size_t e = 0; e < hd; e++) o[e] = 0.0f;
+            for (size_t round = 0; round < R; round++) {
+                const int32_t *row = listed + round * K;
+                float weight = expf(lse[round] - total);
+                for (size_t j = 0; j < K; j++) {
+                    float p = expf(pf__reformer_score(qh, k, row[j], width, h, hd, a->shared_qk) - lse[round]) * weight;
+                    const float *vh = v + (size_t)(row[j] >> 2) * width + h * hd;
+                    for (size_t e = 0; e < hd; e++) o[e] += p * vh[e];
+                }
+            }
+        }
+}
+
 static void pf__cpu_scatter_add_rows(pf__rank *r, float *dst, const float *src, const int32_t *rows, const float *scales,
                                      size_t count, size_t width) {
     (void)r;
@@ -4532,6 +4591,7 @@ PF_PRIVATE const pf__backend pf__cpu_backend = {
     .multiply = pf__cpu_multiply,
     .span_conv = pf__cpu_span_conv,
     .funnel_bias = pf__cpu_funnel_bias,
+    .reformer_attend = pf__cpu_reformer_attend,
     .ngram_attend = pf__cpu_ngram_attend,
     .scatter_add_rows = pf__cpu_scatter_add_rows,
     /* The optional ops stay NULL: the host takes the arg-max and samples from downloaded logits,

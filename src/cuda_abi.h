@@ -170,6 +170,11 @@ int pf_cuda_funnel_bias(pf_cuda_rank *st, float *out, const float *q, const floa
                         int batch, int q_len, int k_len, int heads, int head_dim, int q_first, int q_stride, int k_first,
                         int k_stride, int rel_first, int separate_cls, int exact_segments, int causal, int window,
                         float scale);
+/* Reformer's attention over listed keys (pf__backend.reformer_attend's math): q, k, v, out rows
+   [heads * head_dim] of len positions; keys [heads][len][rounds][listed], each position * 4 + code
+   (0 plain, 1 masked: -1e9, 2 the query's own: -1e5); shared_qk: LSH's length-normalised keys. */
+int pf_cuda_reformer_attend(pf_cuda_rank *st, float *out, const float *q, const float *k, const float *v, const int32_t *keys,
+                            int len, int heads, int head_dim, int rounds, int listed, int shared_qk);
 int pf_cuda_clamp(pf_cuda_rank *st, float *x, size_t count, float limit);
 int pf_cuda_scale_queries(pf_cuda_rank *st, float *qkv, const int *pad, int batch, int T, const int *past_at, int heads,
                           int kv_heads, int head_dim, float floor_scale, float scale);

@@ -868,6 +868,14 @@ static void pf__cuda_span_conv(pf__rank *r, float *out, const float *logits, siz
         pf__cuda_ok(r, pf_cuda_span_conv(rs->cu, out, logits, logits_stride, v, pad, s->batch, s->seq_len, heads, head_dim, k));
 }
 
+static void pf__cuda_reformer_attend(pf__rank *r, float *out, const float *q, const float *k, const float *v,
+                                     const int32_t *keys, const pf__reformer_shape *a) {
+    pf__cuda_rank_state *rs = pf__cuda_begin(r, 1);
+    if (!rs || !a->heads || !a->len) return;
+    pf__cuda_ok(r, pf_cuda_reformer_attend(rs->cu, out, q, k, v, keys, a->len, a->heads, a->head_dim, a->rounds, a->listed,
+                                           a->shared_qk));
+}
+
 static void pf__cuda_funnel_bias(pf__rank *r, float *out, const float *q, const float *rel, const pf__weight *pos_bias,
                                  const pf__weight *type_bias, const pf__weight *seg, const int32_t *ints,
                                  const pf__funnel_shape *f) {
@@ -1387,6 +1395,7 @@ static const pf__backend pf__cuda_table = {
     .gather_rows = pf__cuda_gather_rows,
     .depthwise_conv = pf__cuda_depthwise_conv,
     .funnel_bias = pf__cuda_funnel_bias,
+    .reformer_attend = pf__cuda_reformer_attend,
     .ngram_attend = pf__cuda_ngram_attend,
     .multiply = pf__cuda_multiply,
     .span_conv = pf__cuda_span_conv,

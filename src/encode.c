@@ -656,7 +656,7 @@ static pf_result pf__encode_locked(pf_model *m, const int32_t *const *ids, const
     if (num_entity_rows && (extras->mention_length < 1 || extras->mention_length > most))
         return PF__FAIL(m, PF_ERROR_INVALID_ARGUMENT, "mention_length %d: an entity's positions take 1 to %d values "
                         "(max_position_embeddings)", extras->mention_length, most);
-    size_t N = (size_t)batch * T, d = (size_t)c->hidden_size;
+    size_t N = (size_t)batch * T, d = (size_t)pf__output_width(c); /* the hidden rows' width */
     int per_token = c->head != PF_HEAD_SEQUENCE_CLASSIFICATION && c->head != PF_HEAD_MULTIPLE_CHOICE &&
                     c->head != PF_HEAD_NEXT_SENTENCE;
     int num_logits = c->head == PF_HEAD_MASKED_LM ? c->vocab_size

@@ -40,8 +40,6 @@ static pf__tower pf__tower_of(const pf__rank *r, int encoder) {
     return t;
 }
 
-static void pf__rank_vocab_logits(pf__rank *r, const pf__job *job, const float *h_rows, size_t rows, size_t width);
-
 #define PF__HAS(w) ((w).data != NULL)
 #define PF__OR_NULL(w) (PF__HAS(w) ? &(w) : NULL)
 
@@ -1758,6 +1756,152 @@ static void pf__rank_two_streams(pf__rank *r, const pf__job *job) {
     if (!pf__rank_failed(r)) pf__rank_encoder_outputs(r, job, &t);
 }
 
+/* Reformer (src/reformer.c hashes and lists the keys): out [rows][a_width + b_width] = [a | b] row by
+   row, through the host. */
+static void pf__reformer_join(pf__rank *r, float *out, const float *a, size_t a_width, const float *b, size_t b_width,
+                              size_t rows) {
+    const pf__backend *be = r->backend;
+    float *staging = r->reformer_host->staging;
+    size_t width = a_width + b_width, f = sizeof(float);
+    be->download_rows(r, staging, width * f, a, a_width * f, a_width * f, rows);
+    be->download_rows(r, staging + a_width, width * f, b, b_width * f, b_width * f, rows);
+    be->upload(r, out, staging, rows * width * f);
+}
+
+/* count floats of zeros at x (through the host: a fresh buffer may hold any bits, NaN's too). */
+static void pf__reformer_zero(pf__rank *r, float *x, size_t count) {
+    float *staging = r->reformer_host->staging;
+    memset(staging, 0, count * sizeof(float));
+    r->backend->upload(r, x, staging, count * sizeof(float));
+}
+
+/* x1 = x2 = the row's embedding: its tokens' rows plus its positions' (the table's, or axial:
+   [rows table at p / shape[1] | columns table at p % shape[1]]). */
+static void pf__reformer_embed(pf__rank *r, const int32_t *ids, int len) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *W = r->weights;
+    size_t d = (size_t)c->hidden_size, N = (size_t)len;
+    pf__step row;
+    memset(&row, 0, sizeof row);
+    row.ids = ids;
+    row.batch = 1;
+    row.seq_len = len;
+    int vocab_split = g->world_ranks > 1 && g->model->sources[PF__SLOT_TOKEN_EMBED].split == PF__SPLIT_VOCAB;
+    be->embed(r, r->reformer_x1, &W[PF__SLOT_TOKEN_EMBED], &row, 1.0f, vocab_split ? r->share.vocab_begin : 0);
+    if (vocab_split) pf__all_reduce(r, r->reformer_x1, N * d, "the token embedding's all-reduce");
+    if (!c->reformer_axial) {
+        be->add_positions(r, r->reformer_x1, &W[PF__SLOT_POSITION_EMBED], &row, 0);
+    } else {
+        int32_t *at = r->reformer_host->gather;
+        size_t d0 = (size_t)c->reformer_axial_dims[0], d1 = (size_t)c->reformer_axial_dims[1];
+        for (int t = 0; t < len; t++) at[t] = t / c->reformer_axial_shape[1], at[len + t] = t % c->reformer_axial_shape[1];
+        row.ids = at;
+        be->embed(r, r->reformer_k, &W[PF__SLOT_AXIAL_ROW_EMBED], &row, 1.0f, 0);
+        row.ids = at + len;
+        be->embed(r, r->reformer_v, &W[PF__SLOT_AXIAL_COLUMN_EMBED], &row, 1.0f, 0);
+        pf__reformer_join(r, r->reformer_in, r->reformer_k, d0, r->reformer_v, d1, N);
+        be->add_residual(r, r->reformer_x1, r->reformer_in, NULL, N, d);
+    }
+    be->copy(r, r->reformer_x2, r->reformer_x1, N * d * sizeof(float));
+}
+
+/* Layer l on a row of len positions (length real): x1 += attention(norm(x2)) summed over the
+   ranks, then x2 += feed-forward(norm(x1)) (the reversible residual's forward: in eval mode the
+   two-stream sum, no inversion; chunk_size_feed_forward only splits the rows). */
+static void pf__reformer_layer(pf__rank *r, int l, int len, int length) {
+    const pf__config *c = &r->group->model->config;
+    const pf__backend *be = r->backend;
+    const pf__weight *L = r->weights + pf__slot_index(PF__SLOT_FIRST_LAYER, l) - PF__SLOT_FIRST_LAYER;
+    size_t d = (size_t)c->hidden_size, N = (size_t)len, heads = (size_t)r->share.heads, hd = (size_t)c->head_dim;
+    float eps = (float)c->norm_eps;
+    int lsh = c->reformer_lsh[l];
+    be->norm(r, r->reformer_in, r->reformer_x2, &L[PF__SLOT_ATTN_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_ATTN_NORM_BIAS]), N, d,
+             eps, PF__NORM_LAYER);
+    if (heads) {
+        struct pf__reformer_host *host = r->reformer_host;
+        be->matmul(r, r->reformer_q, r->reformer_in, &L[PF__SLOT_Q_WEIGHT], NULL, N); /* LSH: the shared query-key */
+        if (!lsh) be->matmul(r, r->reformer_k, r->reformer_in, &L[PF__SLOT_K_WEIGHT], NULL, N);
+        be->matmul(r, r->reformer_v, r->reformer_in, &L[PF__SLOT_V_WEIGHT], NULL, N);
+        if (lsh && len > c->reformer_lsh_chunk) be->download(r, host->qk, r->reformer_q, N * heads * hd * sizeof(float));
+        if (pf__rank_failed(r)) return;
+        pf__reformer_shape shape = {len, (int)heads, (int)hd, 1, 0, lsh};
+        shape.listed = pf__reformer_keys(c, host, lsh, (int)heads, len, length, &shape.rounds);
+        be->upload(r, r->reformer_keys, host->keys, heads * N * (size_t)shape.rounds * (size_t)shape.listed * sizeof(int32_t));
+        be->reformer_attend(r, r->reformer_out, r->reformer_q, lsh ? r->reformer_q : r->reformer_k, r->reformer_v,
+                            r->reformer_keys, &shape);
+        be->matmul(r, r->reformer_part, r->reformer_out, &L[PF__SLOT_ATTN_OUT_WEIGHT], NULL, N);
+    } else {
+        pf__reformer_zero(r, r->reformer_part, N * d); /* no heads here: nothing to add to the sum */
+    }
+    pf__all_reduce(r, r->reformer_part, N * d, "the attention output's all-reduce");
+    be->add_residual(r, r->reformer_x1, r->reformer_part, NULL, N, d);
+    be->norm(r, r->reformer_in, r->reformer_x1, &L[PF__SLOT_MLP_NORM_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_NORM_BIAS]), N, d, eps,
+             PF__NORM_LAYER);
+    if (r->share.mlp_width) {
+        be->matmul(r, r->reformer_mlp, r->reformer_in, &L[PF__SLOT_MLP_UP_WEIGHT], PF__OR_NULL(L[PF__SLOT_MLP_UP_BIAS]), N);
+        be->activation(r, r->reformer_mlp, N * (size_t)r->share.mlp_width, c->activation);
+        be->matmul(r, r->reformer_part, r->reformer_mlp, &L[PF__SLOT_MLP_DOWN_WEIGHT], NULL, N);
+    } else {
+        pf__reformer_zero(r, r->reformer_part, N * d);
+    }
+    pf__all_reduce(r, r->reformer_part, N * d, "the feed-forward output's all-reduce");
+    be->add_residual(r, r->reformer_x2, r->reformer_part, PF__OR_NULL(L[PF__SLOT_MLP_DOWN_BIAS]), N, d);
+}
+
+/* A FORWARD job on a Reformer: each row alone, as transformers runs it (its real tokens, padded
+   on the right to the chunks' multiple with pad_token_id, the pads masked and hashed apart), the
+   layers, then norm([x1 | x2]) at twice the hidden width; the real rows of every row into
+   reformer_final at the step's place (left pads zero), then the encoder's hidden state or the LM
+   head's logits (every position's, or each row's last). */
+static void pf__rank_reformer(pf__rank *r, const pf__job *job) {
+    const pf__group *g = r->group;
+    const pf__config *c = &g->model->config;
+    const pf__backend *be = r->backend;
+    const pf__step *s = &job->step;
+    size_t d = (size_t)c->hidden_size, wide = 2 * d, T = (size_t)s->seq_len, B = (size_t)s->batch;
+    size_t most = pf__reformer_rows(c, g->cache_len);
+    if (s->past) {
+        pf__rank_fail(r, PF_ERROR_UNSUPPORTED, "Reformer runs every position of a row at once (no cache): a step "
+                      "after %d positions is not supported", s->past);
+        return;
+    }
+    for (size_t b = 0; b < B && !pf__rank_failed(r); b++) {
+        int pad = s->pad ? s->pad[b] : 0, length = (int)T - pad, len = pf__reformer_padded_length(c, length);
+        int limit = c->reformer_axial ? c->reformer_axial_shape[0] * c->reformer_axial_shape[1] : c->max_positions;
+        if (len > limit || (size_t)len > most) {
+            pf__rank_fail(r, PF_ERROR_INVALID_ARGUMENT, "Reformer row %zu: %d tokens run padded to %d positions, beyond "
+                          "the model's %d (%s)", b, length, len, limit,
+                          c->reformer_axial ? "axial_pos_shape's product" : "max_position_embeddings");
+            return;
+        }
+        int32_t *ids = r->reformer_host->ids;
+        memcpy(ids, s->ids + b * T + (size_t)pad, (size_t)length * sizeof(int32_t));
+        for (int t = length; t < len; t++) ids[t] = c->pad_token_id;
+        pf__reformer_embed(r, ids, len);
+        for (int l = 0; l < c->num_layers && !pf__rank_failed(r); l++) pf__reformer_layer(r, l, len, length);
+        if (pf__rank_failed(r)) return;
+        pf__reformer_zero(r, r->reformer_final + b * T * wide, (size_t)pad * wide); /* the left pads' rows */
+        float *out = r->reformer_final + (b * T + (size_t)pad) * wide;
+        pf__reformer_join(r, r->reformer_in, r->reformer_x1, d, r->reformer_x2, d, (size_t)length);
+        be->norm(r, out, r->reformer_in, &r->weights[PF__SLOT_FINAL_NORM_WEIGHT], PF__OR_NULL(r->weights[PF__SLOT_FINAL_NORM_BIAS]),
+                 (size_t)length, wide, (float)c->norm_eps, PF__NORM_LAYER);
+    }
+    if (pf__rank_failed(r)) return;
+    if (c->head == PF_HEAD_CAUSAL_LM && job->logits) {
+        if (job->all_positions) {
+            pf__rank_vocab_logits(r, job, r->reformer_final, B * T, wide);
+            return;
+        }
+        for (size_t b = 0; b < B; b++) /* each row's last position */
+            be->copy(r, r->reformer_in + b * wide, r->reformer_final + ((b + 1) * T - 1) * wide, wide * sizeof(float));
+        pf__rank_vocab_logits(r, job, r->reformer_in, B, wide);
+        return;
+    }
+    if (r->world == 0 && job->hidden) be->download(r, job->hidden, r->reformer_final, B * T * wide * sizeof(float));
+}
+
 /* Runs on every rank's thread with the same step; rank 0 also computes the logits. */
 PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     const pf__group *g = r->group;
@@ -1775,6 +1919,10 @@ PF_PRIVATE void pf__rank_forward(pf__rank *r, const pf__job *job) {
     if (r->backend->prepare) r->backend->prepare(r, s);
     if (job->encoder_pass) {
         pf__rank_encoder_pass(r, job);
+        return;
+    }
+    if (c->reformer) {
+        pf__rank_reformer(r, job);
         return;
     }
     if (c->xlnet && c->head == PF_HEAD_CAUSAL_LM && !job->hidden) {
@@ -1989,6 +2137,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
     const pf__config *c = &m->config;
     const pf__step *s = &job->step;
     size_t B = (size_t)s->batch, N = B * (size_t)s->seq_len, d = (size_t)c->hidden_size, f = sizeof(float);
+    size_t width = (size_t)pf__output_width(c); /* the hidden rows' (Reformer's twice d) */
     memset(out, 0, sizeof *out);
 #define PF__BY_FIRST_RANK(ptr, floats) \
     (out->by_first_rank[out->num_by_first_rank].data = (ptr), out->by_first_rank[out->num_by_first_rank++].bytes = (floats) * f)
@@ -2002,8 +2151,9 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
             PF__BY_FIRST_RANK(job->logits, B * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_TOKEN_CLASSIFICATION) PF__BY_FIRST_RANK(job->logits, N * (size_t)c->num_labels);
         if (job->logits && c->head == PF_HEAD_QUESTION_ANSWERING) PF__BY_FIRST_RANK(job->logits, N * 2);
-    } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || (c->xlnet && c->head == PF_HEAD_CAUSAL_LM)) && !job->hidden) {
-        /* a decoder's step, or XLNet's generation step (the query stream's logits) */
+    } else if ((pf__archs[c->arch].kind != PF__KIND_ENCODER || ((c->xlnet || c->reformer) && c->head == PF_HEAD_CAUSAL_LM)) &&
+               !job->hidden) {
+        /* a decoder's step, or XLNet's generation step (the query stream's logits), or Reformer's LM */
         size_t rows = job->all_positions ? N : (size_t)pf__job_output_rows(g, job);
         if ((!job->tokens && !job->candidates) || pf__check_device_choices) out->vocab_rows = rows;
         if (job->tokens) out->choice_rows = rows;
@@ -2011,7 +2161,7 @@ PF_PRIVATE void pf__job_host_outputs(const pf__group *g, const pf__job *job, pf_
     } else {
         size_t labels = (size_t)c->num_labels;
         if ((c->head == PF_HEAD_MASKED_LM || c->head == PF_HEAD_CTC) && job->logits) out->vocab_rows = N;
-        if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * d);
+        if (job->hidden) PF__BY_FIRST_RANK(job->hidden, N * width);
         if (m->sources[PF__SLOT_POOLER_WEIGHT].data || m->sources[PF__SLOT_POOLER_NORM_WEIGHT].data || job->pool_at) {
             if (job->pooled) PF__BY_FIRST_RANK(job->pooled, B * d);
             if (m->sources[PF__SLOT_PROJECTION].data && job->embeds) PF__BY_FIRST_RANK(job->embeds, B * (size_t)c->projection_dim);

@@ -369,6 +369,10 @@ PF_PRIVATE pf_result pf__check_generate_options(pf_model *m, const pf_generate_o
         return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: %s generates one prompt, one sequence at a time "
                         "(%d prompts, num_beams %d, num_return_sequences %d): its memory is one row's",
                         m->config.xlnet ? "XLNet" : "Transformer-XL", batch, o->num_beams, o->num_return_sequences);
+    if (m->config.reformer && (batch != 1 || o->num_beams > 1 || o->num_return_sequences > 1))
+        return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "generate options: Reformer generates one prompt, one sequence at a time "
+                        "(%d prompts, num_beams %d, num_return_sequences %d): each step runs the row's every position "
+                        "again", batch, o->num_beams, o->num_return_sequences);
     int vocab = m->config.vocab_size;
     /* Every count against its limit before its array is read: a count past the caller's array
        would read beyond it. */
@@ -469,8 +473,9 @@ PF_PRIVATE pf_result pf__forward_choosing(pf_model *m, pf__job *job, const pf__d
 
 /* The tokens a decode step runs in rows of `length`: the last (the KV cache holds the others), or
    XLNet's as its generate() feeds them: with memory the last two (transformers' offset 2: the
-   memory holds the others), without it every token again. */
+   memory holds the others), without it every token again; Reformer's every token again. */
 static int pf__decode_width(const pf__config *c, int length) {
+    if (c->reformer) return length; /* no cache: every position again (src/reformer.c) */
     if (!c->xlnet) return 1;
     return !c->xlnet_mems ? length : length < 2 ? length : 2;
 }
@@ -689,7 +694,7 @@ PF_PRIVATE pf_result pf__generation_alloc(pf__generation_state *st, const int32_
     st->pool[1] = beams > 1 ? (int32_t *)malloc(rows * st->capacity * sizeof(int32_t)) : NULL;
     size_t step_width = (size_t)st->width, recompute = (size_t)pf__recompute_width(&st->m->config);
     if (recompute > step_width && recompute <= st->capacity) step_width = recompute; /* that step's ids */
-    if (st->m->config.xlnet) step_width = st->capacity; /* without memory, every token each step */
+    if (st->m->config.xlnet || st->m->config.reformer) step_width = st->capacity; /* every token each step */
     st->ids = (int32_t *)malloc(rows * step_width * sizeof *st->ids);
     st->pads = (int *)malloc(rows * sizeof *st->pads);
     st->src = (int *)malloc(rows * sizeof *st->src);

@@ -65,6 +65,7 @@ PF_PRIVATE pf_result pf__group_create(pf_model *m, int num_ranks, const pf_paral
                              : c->funnel && (!backend->funnel_bias || !backend->gather_rows) ? "Funnel's relative attention and pooling"
                              : c->transfo_xl && !backend->funnel_bias ? "Transformer-XL's relative attention"
                              : c->ngram && !backend->ngram_attend ? "ProphetNet's n-gram self-attention"
+                             : c->reformer && !backend->reformer_attend ? "Reformer's LSH and local attention"
                              : c->entity_vocab_size && !backend->gather_rows ? "LUKE's entity embeddings and attention"
                                                                              : NULL;
     if (family_ops)

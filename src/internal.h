@@ -415,6 +415,9 @@ typedef enum {
     PF__SLOT_ANSWER_NORM_BIAS,         /* [2 hidden] */
     /* ProphetNet's decoder (pf__config.ngram > 0): the predict stream's input, in place of a token's */
     PF__SLOT_NGRAM_EMBED,           /* [ngram, hidden]: the first predict stream adds row ngram - 1 */
+    /* Reformer's axial positions: position p is [row p / shape[1] of the first | row p % shape[1] of the second] */
+    PF__SLOT_AXIAL_ROW_EMBED,       /* [axial_pos_shape[0], axial_pos_embds_dim[0]] (stored [shape[0], 1, dim[0]]) */
+    PF__SLOT_AXIAL_COLUMN_EMBED,    /* [axial_pos_shape[1], axial_pos_embds_dim[1]] (stored [1, shape[1], dim[1]]) */
     /* LUKE's entities (the last positions of a row, pf_encode_entities): the entity table's row through
        the dense projection (when entity_emb_size is not hidden), plus the mean of the position table's
        rows at the entity's mention positions, plus the type table's row 0, then their own norm */
@@ -783,6 +786,9 @@ typedef enum { PF__ROPE_DEFAULT, PF__ROPE_LINEAR, PF__ROPE_DYNAMIC, PF__ROPE_LLA
 #define PF__NEEDED PF_POLICY_NEEDED
 #define PF__FUNNEL_MAX_BLOCKS 8 /* Funnel's blocks (block_sizes' entries) a config may have */
 #define PF__TXL_MAX_CLUSTERS 4   /* Transformer-XL's adaptive clusters (cutoffs + 1) a config may have */
+#define PF__REFORMER_MAX_LAYERS 64    /* Reformer's attn_layers entries a config may have */
+#define PF__REFORMER_MAX_FACTORS 8    /* num_buckets' factors a config may have */
+#define PF__REFORMER_MAX_ROTATION 1024 /* half the sum of num_buckets' factors, at most */
 
 typedef enum {
 #define PF_ARCH(id, ...) PF__ARCH_##id,
@@ -1205,6 +1211,21 @@ typedef struct pf__config {
        rel_buckets and rel_max_distance. The other predict streams reach no logit that generation
        reads (transformers' logits_ngram): not computed. */
     int ngram;
+    /* Reformer (reformer 1; src/reformer.c): reversible layers (x1 += attention(norm(x2)), then
+       x2 += feed-forward(norm(x1)), both streams the embedding at first, the output norm([x1 | x2])
+       at twice the hidden width), each layer's attention LSH (reformer_lsh[l]: shared query-key,
+       hashed into buckets by random rotations, chunks of the bucket order) or local (chunks of the
+       row); a row longer than the shorter chunk padded to the chunks' least common multiple; axial
+       positions (reformer_axial: [rows table at p / shape[1] | columns table at p % shape[1]]) or a
+       table; reformer_causal: is_decoder's causal masks (ReformerModelWithLMHead) */
+    int reformer, reformer_causal, reformer_hashes, reformer_bucket_factors;
+    int reformer_lsh_chunk, reformer_lsh_before, reformer_lsh_after;
+    int reformer_local_chunk, reformer_local_before, reformer_local_after;
+    int reformer_lcm_chunk, reformer_min_chunk;
+    int reformer_buckets[PF__REFORMER_MAX_FACTORS]; /* num_buckets' factors (one for an int) */
+    uint64_t reformer_hash_seed;    /* torch.manual_seed's before the rotations' draw */
+    int reformer_axial, reformer_axial_shape[2], reformer_axial_dims[2];
+    unsigned char reformer_lsh[PF__REFORMER_MAX_LAYERS];
     pf_head head;                   /* what the output stage computes */
     int num_labels;                 /* classification heads' outputs */
 } pf__config;
@@ -1870,6 +1891,16 @@ enum {
    (head_begin + h) / kv_group - kv_begin of the rank's cache. */
 /* The shape of Funnel's relative terms in one layer (pf__backend.funnel_bias): queries at one level
    of pooling, keys at the same or the one before. */
+/* Reformer's attention over listed keys (pf__backend.reformer_attend): len positions of a row,
+   the rank's heads of head_dim, rounds hash rounds of listed keys each; shared_qk 1 for LSH (the
+   keys are the queries' vectors length-normalised: k / sqrt(mean(k^2) + 1e-6) / sqrt(head_dim)),
+   0 for local attention (k / sqrt(head_dim)). */
+typedef struct pf__reformer_shape {
+    int len, heads, head_dim, rounds, listed, shared_qk;
+} pf__reformer_shape;
+/* A listed key is position * 4 + its code: */
+enum { PF__REFORMER_PLAIN, PF__REFORMER_MASKED /* score -1e9 */, PF__REFORMER_SELF /* score -1e5 (LSH's own position) */ };
+
 typedef struct pf__funnel_shape {
     int batch, q_len, k_len, heads, head_dim;
     int q_first, q_stride, k_first, k_stride; /* a row's token t at position first + (t - pad) * stride */
@@ -2140,6 +2171,15 @@ typedef struct pf__backend {
     void (*ngram_attend)(pf__rank *r, float *out, const float *qkv, const float *rel, int rel_heads,
                          const int32_t *buckets, const void *k_cache, const void *v_cache, const pf__step *s,
                          const pf__attn_shape *a, int predict);
+    /* Reformer's attention (NULL: the backend has none; Reformer is refused on it): for head h <
+       a->heads, query t < a->len and round r < a->rounds, the listed keys
+       keys[((h * len + t) * rounds + r) * listed + j] (position * 4 + code): score s_j = q[t][h] .
+       key(k[position][h]) (a->shared_qk: pf__reformer_shape's norms), -1e9 for a MASKED code and
+       -1e5 for SELF instead; lse_r = logsumexp_j s_j, o_r = sum_j exp(s_j - lse_r) v[position][h];
+       out[t][h] = sum_r exp(lse_r - logsumexp_r lse_r) o_r (o_0 with one round). q, k, v, out rows
+       [heads * head_dim]; keys in the backend's memory. */
+    void (*reformer_attend)(pf__rank *r, float *out, const float *q, const float *k, const float *v,
+                            const int32_t *keys, const pf__reformer_shape *a);
 } pf__backend;
 
 /* A share of the split dimensions held by one rank. */
@@ -2216,6 +2256,15 @@ struct pf__rank {
        adaptive input's rows of a cluster [max_tokens][d_embed]; the softmax's projected rows
        [logit_rows][d_embed] and logits [logit_rows][vocab + clusters - 1], and the latter on the host */
     float *txl_mem_k, *txl_mem_v, *txl_embed, *txl_proj, *txl_logits, *txl_logits_host;
+    /* Reformer (src/reformer.c), a row at a time of up to pf__reformer_rows rows: its two streams,
+       the layer's normed input (and joined rows, twice as wide), the query (or query-key), key and
+       value rows (key and value also the axial tables' rows: hidden wide at least), the attention's
+       output, the feed-forward's rows, the all-reduced part; every row's output [max_tokens][2 hidden];
+       the listed keys (device) and the host's buffers */
+    float *reformer_x1, *reformer_x2, *reformer_in, *reformer_q, *reformer_k, *reformer_v, *reformer_out;
+    float *reformer_mlp, *reformer_part, *reformer_final;
+    int32_t *reformer_keys;
+    struct pf__reformer_host *reformer_host; /* owned */
     float *mlp;               /* width mlp_width (times 2 when gated) */
     float *mlp_act;           /* width mlp_width, when gated */
     /* mixtures of experts: the router's logits [max_tokens][experts]; an expert's tokens' rows
@@ -2255,6 +2304,32 @@ struct pf__rank {
     char message[PF__MESSAGE_SIZE];
 };
 PF_PRIVATE void pf__rank_fail(pf__rank *r, pf_result code, const char *fmt, ...);
+
+/* ---- src/reformer.c ---- */
+/* What a rank keeps on the host for its Reformer rows (owned; pf__reformer_host_free). */
+struct pf__reformer_host {
+    float *rotations;  /* [heads][head_dim][hashes][rotation_size / 2]: the rank's heads' share of torch's draw */
+    float *qk;         /* [rows][heads * head_dim]: a row's LSH query-keys, downloaded to hash them */
+    float *staging;    /* [rows][2 hidden]: columns joined (axial positions, the two streams) */
+    int32_t *ids;      /* [rows]: a row's ids, then its pads */
+    int32_t *buckets;  /* [hashes * rows]: one head's buckets, the rounds' offsets added */
+    int32_t *sorted;   /* [hashes * rows]: the round-and-position indices in bucket order */
+    int64_t *order;    /* [hashes * rows]: sort keys bucket * count + index (unique) */
+    int32_t *slot_of;  /* [hashes * rows]: each index's place in that order */
+    int32_t *keys;     /* [heads][rows][hashes][listed]: what reformer_attend reads */
+    int32_t *gather;   /* [rows]: axial positions' row and column ids */
+};
+
+PF_PRIVATE void pf__torch_randn(uint64_t seed, float *out, size_t count);
+PF_PRIVATE struct pf__reformer_host *pf__reformer_host_new(const pf__config *c, int cache_len, int head_begin, int heads);
+PF_PRIVATE void pf__reformer_host_free(struct pf__reformer_host *h);
+PF_PRIVATE int pf__reformer_padded_length(const pf__config *c, int length);
+PF_PRIVATE size_t pf__reformer_rows(const pf__config *c, int cache_len);
+PF_PRIVATE size_t pf__reformer_listed(const pf__config *c);
+PF_PRIVATE int pf__reformer_keys(const pf__config *c, struct pf__reformer_host *host, int lsh, int heads, int len,
+                                 int length, int *rounds);
+/* The width of an encoding's hidden rows: Reformer's output joins its two streams. */
+PF_PRIVATE int pf__output_width(const pf__config *c);
 #ifdef PF_TESTING
 extern int pf_testing_fail_rank;
 extern int pf_testing_fail_countdown;

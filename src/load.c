@@ -243,6 +243,28 @@ static pf_result pf__take_slots(pf_model *m, const char *prefix) {
     return PF_OK;
 }
 
+/* Reformer's tensors against config.json: key weights exactly on its local layers (attn_layers),
+   the axial tables or the position table as axial_pos_embds says. */
+static pf_result pf__reformer_check_tensors(pf_model *m) {
+    const pf__config *c = &m->config;
+    if (!c->reformer) return PF_OK;
+    for (int l = 0; l < c->num_layers; l++) {
+        int has_key = m->sources[pf__slot_index(PF__SLOT_K_WEIGHT, l)].data != NULL;
+        if (has_key == c->reformer_lsh[l])
+            return PF__FAIL(m, PF_ERROR_FORMAT, "%s: layer %d is %s in config.json's attn_layers but its tensors are %s "
+                            "attention's", m->dir, l, c->reformer_lsh[l] ? "\"lsh\"" : "\"local\"",
+                            has_key ? "local" : "LSH");
+    }
+    int axial = m->sources[PF__SLOT_AXIAL_ROW_EMBED].data && m->sources[PF__SLOT_AXIAL_COLUMN_EMBED].data;
+    int table = m->sources[PF__SLOT_POSITION_EMBED].data != NULL;
+    if (c->reformer_axial ? !axial || table : !table || m->sources[PF__SLOT_AXIAL_ROW_EMBED].data ||
+                                                  m->sources[PF__SLOT_AXIAL_COLUMN_EMBED].data)
+        return PF__FAIL(m, PF_ERROR_FORMAT, "%s: config.json's axial_pos_embds is %s but the checkpoint's position "
+                        "tensors are %s", m->dir, c->reformer_axial ? "true" : "false",
+                        axial && !table ? "axial ones" : table && !axial ? "a table" : "neither or both kinds");
+    return PF_OK;
+}
+
 /* The LM head: none where the head type has no vocabulary logits; tied, the embedding (and a
    head in the file too must hold the same values); untied, present. */
 static pf_result pf__resolve_lm_head(pf_model *m) {
@@ -655,7 +677,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     const char *prefix = NULL;
     pf_result r;
     if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
-        (r = pf__resolve_lm_head(m)))
+        (r = pf__resolve_lm_head(m)) || (r = pf__reformer_check_tensors(m)))
         return r;
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;

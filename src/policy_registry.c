@@ -112,7 +112,8 @@ static const char *pf__slot_name(int v) {
         PF__NAME(PF__SLOT_, VISUAL_POSITION_EMBED) PF__NAME(PF__SLOT_, VISUAL_NORM_WEIGHT) PF__NAME(PF__SLOT_, VISUAL_NORM_BIAS)
         PF__NAME(PF__SLOT_, BOX_PROJECTION_WEIGHT) PF__NAME(PF__SLOT_, BOX_PROJECTION_BIAS) PF__NAME(PF__SLOT_, BOX_NORM_WEIGHT)
         PF__NAME(PF__SLOT_, BOX_NORM_BIAS) PF__NAME(PF__SLOT_, ANSWER_DENSE_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_DENSE_BIAS)
-        PF__NAME(PF__SLOT_, ANSWER_NORM_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_NORM_BIAS) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
+        PF__NAME(PF__SLOT_, ANSWER_NORM_WEIGHT) PF__NAME(PF__SLOT_, ANSWER_NORM_BIAS) PF__NAME(PF__SLOT_, NGRAM_EMBED) PF__NAME(PF__SLOT_, AXIAL_ROW_EMBED)
+        PF__NAME(PF__SLOT_, AXIAL_COLUMN_EMBED) PF__NAME(PF__SLOT_, ENTITY_EMBED) PF__NAME(PF__SLOT_, ENTITY_DENSE)
         PF__NAME(PF__SLOT_, ENTITY_POSITION_EMBED) PF__NAME(PF__SLOT_, ENTITY_TYPE_EMBED)
         PF__NAME(PF__SLOT_, ENTITY_NORM_WEIGHT) PF__NAME(PF__SLOT_, ENTITY_NORM_BIAS)
         PF__NAME(PF__SLOT_, COLUMN_TYPE_EMBED) PF__NAME(PF__SLOT_, ROW_TYPE_EMBED) PF__NAME(PF__SLOT_, PREV_LABEL_TYPE_EMBED)
@@ -1246,11 +1247,13 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_FFN1_UP_BIAS: case PF__SLOT_FFN2_UP_BIAS: case PF__SLOT_FFN3_UP_BIAS: *rows = in; break;
     case PF__SLOT_FFN1_DOWN_WEIGHT: case PF__SLOT_FFN2_DOWN_WEIGHT: case PF__SLOT_FFN3_DOWN_WEIGHT: *rows = inner; *cols = in; break;
     case PF__SLOT_LM_HEAD_EXTRA: *rows = h > e ? h - e : 0; *cols = (size_t)c->vocab_size; break;
-    case PF__SLOT_TOKEN_EMBED: case PF__SLOT_LM_HEAD:
+    case PF__SLOT_TOKEN_EMBED:
         *rows = (size_t)c->vocab_size;
         *cols = e;
-        if (c->transfo_xl && slot == PF__SLOT_TOKEN_EMBED) pf__txl_cluster_shape(c, 0, rows, cols);
+        if (c->transfo_xl) pf__txl_cluster_shape(c, 0, rows, cols);
         break;
+    case PF__SLOT_LM_HEAD: *rows = (size_t)c->vocab_size; *cols = c->reformer ? 2 * h : e; break; /* Reformer's reads [x1 | x2] */
+    case PF__SLOT_FINAL_NORM_WEIGHT: case PF__SLOT_FINAL_NORM_BIAS: *rows = c->reformer ? 2 * h : h; break;
     case PF__SLOT_TXL_EMBED_1: case PF__SLOT_TXL_EMBED_2: case PF__SLOT_TXL_EMBED_3:
         pf__txl_cluster_shape(c, 1 + (int)(slot - PF__SLOT_TXL_EMBED_1), rows, cols);
         break;
@@ -1382,6 +1385,8 @@ PF_PRIVATE void pf__slot_shape(const pf__config *c, pf__slot slot, size_t *rows,
     case PF__SLOT_ANSWER_DENSE_WEIGHT: *rows = 2 * h; *cols = h; break;
     case PF__SLOT_ANSWER_DENSE_BIAS: case PF__SLOT_ANSWER_NORM_WEIGHT: case PF__SLOT_ANSWER_NORM_BIAS: *rows = 2 * h; break;
     case PF__SLOT_NGRAM_EMBED: *rows = (size_t)c->ngram; *cols = h; break;
+    case PF__SLOT_AXIAL_ROW_EMBED: *rows = (size_t)c->reformer_axial_shape[0]; *cols = (size_t)c->reformer_axial_dims[0]; break;
+    case PF__SLOT_AXIAL_COLUMN_EMBED: *rows = (size_t)c->reformer_axial_shape[1]; *cols = (size_t)c->reformer_axial_dims[1]; break;
     case PF__SLOT_NGRAM_REL_WEIGHT: *rows = (size_t)c->rel_buckets * c->num_heads; *cols = h; break;
     case PF__SLOT_NGRAM_REL_BIAS: *rows = (size_t)c->rel_buckets * c->num_heads; break;
     case PF__SLOT_ENTITY_EMBED: *rows = (size_t)c->entity_vocab_size; *cols = (size_t)c->entity_emb_size; break;

@@ -912,6 +912,24 @@ static void pf__rank_alloc_scratch(pf__rank *r) {
         r->xlnet_mem_v = (float *)pf__rank_alloc(r, rows * kv_width * sizeof(float));
         r->xlnet_g = (float *)pf__rank_alloc(r, (size_t)g->max_batch * hidden * sizeof(float));
     }
+    if (c->reformer) { /* a row at a time (pf__rank_reformer) */
+        size_t rows = pf__reformer_rows(c, g->cache_len), kv = q_width > hidden ? q_width : hidden;
+        size_t listed = pf__reformer_listed(c), R = (size_t)c->reformer_hashes;
+        r->reformer_x1 = (float *)pf__rank_alloc(r, rows * hidden * sizeof(float));
+        r->reformer_x2 = (float *)pf__rank_alloc(r, rows * hidden * sizeof(float));
+        r->reformer_in = (float *)pf__rank_alloc(r, rows * 2 * hidden * sizeof(float));
+        r->reformer_q = (float *)pf__rank_alloc(r, rows * q_width * sizeof(float));
+        r->reformer_k = (float *)pf__rank_alloc(r, rows * kv * sizeof(float));
+        r->reformer_v = (float *)pf__rank_alloc(r, rows * kv * sizeof(float));
+        r->reformer_out = (float *)pf__rank_alloc(r, rows * q_width * sizeof(float));
+        r->reformer_mlp = (float *)pf__rank_alloc(r, rows * (size_t)r->share.mlp_width * sizeof(float));
+        r->reformer_part = (float *)pf__rank_alloc(r, rows * hidden * sizeof(float));
+        r->reformer_final = (float *)pf__rank_alloc(r, T * 2 * hidden * sizeof(float));
+        r->reformer_keys = (int32_t *)pf__rank_alloc(r, (size_t)r->share.heads * rows * R * listed * sizeof(int32_t));
+        if (!r->counting && !r->reformer_host && /* host memory: once, not in the counting pass */
+            !(r->reformer_host = pf__reformer_host_new(c, g->cache_len, r->share.head_begin, r->share.heads)))
+            pf__rank_fail(r, PF_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
     r->mlp = (float *)pf__rank_alloc(r, T * mlp_in * sizeof(float));
     if (c->gated_mlp) r->mlp_act = (float *)pf__rank_alloc(r, T * r->share.mlp_width * sizeof(float));
     if (c->num_experts > 0) { /* the router's logits, and one expert's tokens at a time */

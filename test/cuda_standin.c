@@ -273,6 +273,9 @@ TAPED(span_conv, SPAN_CONV_ARGS, 0)
     X(int, q_stride) X(int, k_first) X(int, k_stride) X(int, rel_first) X(int, separate_cls) \
     X(int, exact_segments) X(int, causal) X(int, window) X(float, scale)
 TAPED(funnel_bias, FUNNEL_BIAS_ARGS, 0)
+#define REFORMER_ATTEND_ARGS(X) X(float *, out) X(const float *, q) X(const float *, k) X(const float *, v) \
+    X(const int32_t *, keys) X(int, len) X(int, heads) X(int, hd) X(int, rounds) X(int, listed) X(int, shared_qk)
+TAPED(reformer_attend, REFORMER_ATTEND_ARGS, 0)
 #define ADD_RESIDUAL_BIASES_ARGS(X) X(float *, x) X(const float *, y) X(const void *, b) X(int, dtype) \
     X(const void *, b2) X(int, dtype2) X(size_t, rows) X(size_t, n)
 TAPED(add_residual_biases, ADD_RESIDUAL_BIASES_ARGS, 0)
@@ -953,6 +956,71 @@ static int funnel_bias_live(pf_cuda_rank *st, float *out, const float *q, const 
             value = scale * (seg ? position + segment : position);
         }
         out[e] = value;
+    }
+    return 0;
+}
+
+/* kernels.cu's pf_reformer_score: q . key over sqrt(head_dim), LSH's key length-normalised. */
+static float reformer_score(const float *qh, const float *k, int32_t entry, size_t width, int h, int hd, int shared_qk) {
+    int code = entry & 3;
+    if (code == 1) return -1e9f;
+    if (code == 2) return -1e5f;
+    const float *kh = k + (size_t)(entry >> 2) * width + (size_t)h * hd;
+    float inv = 1.0f, root = sqrtf((float)hd), dot = 0.0f;
+    if (shared_qk) {
+        float squares = 0.0f;
+        for (int e = 0; e < hd; e++) squares += kh[e] * kh[e];
+        inv = 1.0f / sqrtf(squares / (float)hd + 1e-6f);
+    }
+    for (int e = 0; e < hd; e++) dot += qh[e] * (kh[e] * inv / root);
+    return dot;
+}
+
+/* kernels.cu's pf_reformer_attend_kernel: each (position, head), the rounds' softmaxes weighed by
+   their log-sum-exps; the keys and every row they list checked against their allocations. */
+static int reformer_attend_live(pf_cuda_rank *st, float *out, const float *q, const float *k, const float *v,
+                                const int32_t *keys, int len, int heads, int hd, int rounds, int listed, int shared_qk) {
+    size_t total = (size_t)len * heads, width = (size_t)heads * hd, K = (size_t)listed;
+    if (!total) return 0;
+    NEED(out, (size_t)len * width * 4);
+    NEED(q, (size_t)len * width * 4);
+    NEED(k, (size_t)len * width * 4);
+    NEED(v, (size_t)len * width * 4);
+    NEED(keys, total * (size_t)rounds * K * 4);
+    int bad = rounds < 1 || rounds > 64;
+    for (size_t i = 0; !bad && i < total * (size_t)rounds * K; i++) bad = keys[i] < 0 || keys[i] / 4 >= len || keys[i] % 4 > 2;
+    if (bad) { /* kernels.cu would read outside the row */
+        snprintf(st->message, sizeof st->message, "pf_cuda_reformer_attend: rounds %d or a listed key outside the row (mock)",
+                 rounds);
+        return 1;
+    }
+    for (size_t n = 0; n < total; n++) {
+        int h = (int)(n % (size_t)heads), t = (int)(n / (size_t)heads);
+        const float *qh = q + (size_t)t * width + (size_t)h * hd;
+        float *o = out + (size_t)t * width + (size_t)h * hd;
+        const int32_t *all = keys + ((size_t)h * len + t) * rounds * K;
+        float lse[64], top_all = -INFINITY;
+        for (int r = 0; r < rounds; r++) {
+            const int32_t *row = all + (size_t)r * K;
+            float top = -INFINITY, sum = 0.0f;
+            for (size_t j = 0; j < K; j++) top = fmaxf(top, reformer_score(qh, k, row[j], width, h, hd, shared_qk));
+            for (size_t j = 0; j < K; j++) sum += expf(reformer_score(qh, k, row[j], width, h, hd, shared_qk) - top);
+            lse[r] = top + logf(sum);
+            top_all = fmaxf(top_all, lse[r]);
+        }
+        float total_lse = 0.0f;
+        for (int r = 0; r < rounds; r++) total_lse += expf(lse[r] - top_all);
+        total_lse = rounds == 1 ? lse[0] : top_all + logf(total_lse);
+        for (int e = 0; e < hd; e++) o[e] = 0.0f;
+        for (int r = 0; r < rounds; r++) {
+            const int32_t *row = all + (size_t)r * K;
+            float weight = expf(lse[r] - total_lse);
+            for (size_t j = 0; j < K; j++) {
+                float p = expf(reformer_score(qh, k, row[j], width, h, hd, shared_qk) - lse[r]) * weight;
+                const float *vh = v + (size_t)(row[j] >> 2) * width + (size_t)h * hd;
+                for (int e = 0; e < hd; e++) o[e] += p * vh[e];
+            }
+        }
     }
     return 0;
 }

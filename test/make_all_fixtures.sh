@@ -80,6 +80,7 @@ STEPS=(
 "seq2seq|make_seq2seq_fixtures.py|torch transformers numpy safetensors sentencepiece|5.23|the *-s2s fixtures (after seq2seq-tokenizers, whose tokenizers they use)"
 "prophetnet|make_prophetnet_fixtures.py|torch transformers numpy|5.24|prophetnet-s2s (run again with the argument xlm: xlm-prophetnet-s2s, made by transformers 4.57 in /work/venv-tf4)"
 "bigbird-pegasus|make_bigbird_pegasus_fixtures.py|torch transformers|5.24|bigbird-pegasus-s2s, bigbird-pegasus-cls, -qa and the bare bigbird-pegasus"
+"reformer|make_reformer_fixtures.py|torch transformers|5.24|reformer, reformer-lm, torch-randn (torch.randn's draws the LSH rotations copy)"
 "vision|make_vision_fixtures.py|torch transformers numpy PIL=pillow torchvision|5.23|vit, vit-cls, deit-cls, deit-teacher"
 "preprocessing|make_preprocessing_fixtures.py|transformers numpy PIL=pillow torchvision|5.23|preprocessing/ (image and audio processors)"
 "clip|make_clip_fixtures.py|torch transformers numpy|5.24|clip, clip-text, clip-vision"

@@ -138,6 +138,7 @@ void test_cpu_kernels(void);
 void test_bad_input(void);
 void test_config(void);
 void test_encoders(void);
+void test_reformer(void);
 void test_seq2seq(void);
 void test_whisper(void);
 void test_cli(void);

@@ -690,6 +690,40 @@ static void test_transfo_xl_refusals(void) {
     }
 }
 
+/* Reformer: the keys whose other values we do not compute refused by name, the heads we do not
+   run, and tensors that disagree with attn_layers or axial_pos_embds. */
+static void test_reformer_refusals(void) {
+    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+        {"reformer", "\"num_buckets\": [\n    2,\n    4\n  ]", "\"num_buckets\": null", "\"num_buckets\" null is not supported",
+         PF_ERROR_UNSUPPORTED},
+        {"reformer", "\"num_buckets\": [\n    2,\n    4\n  ]", "\"num_buckets\": [3, 4]", "\"num_buckets\" is not an even count",
+         PF_ERROR_FORMAT},
+        {"reformer", "\"lsh\",\n    \"local\",\n    \"lsh\"", "\"lsh\",\n    \"global\",\n    \"lsh\"",
+         "\"attn_layers\" entry 2 is not supported", PF_ERROR_UNSUPPORTED},
+        {"reformer", "\"local\",\n    \"lsh\",\n    \"local\"", "\"lsh\",\n    \"lsh\",\n    \"local\"",
+         "layer 0 is \"lsh\" in config.json's attn_layers but its tensors are local attention's", PF_ERROR_FORMAT},
+        {"reformer", "\"axial_pos_shape\": [\n    4,\n    8\n  ]", "\"axial_pos_shape\": [2, 2, 8]",
+         "\"axial_pos_shape\" is not supported", PF_ERROR_UNSUPPORTED},
+        {"reformer", "\"axial_pos_embds\": true", "\"axial_pos_embds\": false",
+         "axial_pos_embds is false but the checkpoint's position tensors are axial ones", PF_ERROR_FORMAT},
+        {"reformer", "\"ReformerModel\"", "\"ReformerForSequenceClassification\"",
+         "architecture \"ReformerForSequenceClassification\" is not supported", PF_ERROR_UNSUPPORTED},
+        {"reformer", "\"hash_seed\": 7", "\"hash_seed\": -1", "\"hash_seed\" is not a non-negative integer",
+         PF_ERROR_FORMAT},
+        {"reformer-lm", "\"is_decoder\": true", "\"is_decoder\": false", "ReformerModelWithLMHead needs \"is_decoder\" true",
+         PF_ERROR_FORMAT},
+        {"reformer-lm", "\"local_num_chunks_after\": 0", "\"local_num_chunks_after\": 1",
+         "ReformerModelWithLMHead needs \"is_decoder\" true", PF_ERROR_FORMAT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        char what[200];
+        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
+        expect_load(what, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
 /* XLNet: the keys whose other values we do not compute refused by name, and the classes we do
    not run (the LM head's two-stream generation, the beam-search question answering). */
 static void test_xlnet_refusals(void) {
@@ -1749,6 +1783,7 @@ void test_config(void) {
     test_bigbird_pegasus_refusals();
     test_xlnet_refusals();
     test_transfo_xl_refusals();
+    test_reformer_refusals();
     test_xlm_refusals();
     test_layoutlm_refusals();
     test_visual_bert_refusals();

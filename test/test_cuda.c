@@ -1692,6 +1692,88 @@ static void test_memory_generation(const char *name) {
     pf_free(m);
 }
 
+/* Reformer (make_reformer_fixtures.py) on the GPU in fp32, 1 to 3 ranks (4 heads: 2, 1, 1):
+   ReformerModel's hidden states of its rows, ReformerModelWithLMHead's logits of its row within
+   1e-4 of transformers', and its greedy tokens as transformers' generate(). */
+static void test_reformer_fixtures(void) {
+    char dir[1024], path[1100];
+    for (int lm = 0; lm < 2; lm++) {
+        snprintf(dir, sizeof dir, "%s/%s", test_fixtures, lm ? "reformer-lm" : "reformer");
+        snprintf(path, sizeof path, "%s/reference.txt", dir);
+        size_t text_size = 0;
+    char *text = test_read_file(path, &text_size);
+        int32_t stored[8][TEST_MAX_IDS];
+        const int32_t *rows[8];
+        int lengths[8], parsed[TEST_MAX_IDS], count = 0;
+        size_t tokens = 0;
+        for (const char *p = text; p && *p && count < 8; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+            char key[24];
+            snprintf(key, sizeof key, lm ? "logits_ids=" : "ids%d=", count);
+            if (strncmp(p, key, strlen(key))) continue;
+            lengths[count] = test_parse_ids(p + strlen(key), parsed, TEST_MAX_IDS);
+            for (int t = 0; t < lengths[count]; t++) stored[count][t] = parsed[t];
+            rows[count] = stored[count];
+            tokens += (size_t)lengths[count++];
+        }
+        free(text);
+        test_reference ref;
+        size_t n_hidden = 0, n_logits = 0;
+        snprintf(path, sizeof path, "%s/reformer_hidden.bin", dir);
+        float *hidden = test_read_floats(path, &n_hidden), *logits = NULL;
+        if (lm) {
+            snprintf(path, sizeof path, "%s/logits.bin", dir);
+            logits = test_read_floats(path, &n_logits);
+        }
+        pf_model *m = NULL;
+        if (!count || !hidden || (lm && (!logits || test_read_reference(dir, &ref))) || pf_load(dir, NULL, &m) != PF_OK) {
+            CHECK_MSG(0, "loading %s: %s", dir, m ? pf_error_message(m) : "no reference");
+            pf_free(m), free(hidden), free(logits);
+            continue;
+        }
+        float *got = (float *)malloc((n_logits ? n_logits : 1) * sizeof(float));
+        for (int ranks = 1; ranks <= 3; ranks++) {
+            pf_parallel_options po = pf_parallel_options_init();
+            po.device = PF_DEVICE_CUDA;
+            po.dtype = PF_DTYPE_F32;
+            po.max_batch = count;
+            pf_encoding *e = NULL;
+            pf_result r = pf_parallelize(m, ranks, &po);
+            if (r == PF_OK) r = pf_encode(m, rows, NULL, lengths, count, &e);
+            CHECK_MSG(r == PF_OK, "%s on %d GPU ranks: %s", dir, ranks, pf_error_message(m));
+            float diff = r == PF_OK && (size_t)e->hidden_size * tokens == n_hidden ? test_max_abs_diff(e->last_hidden_state, hidden, n_hidden)
+                                                                                   : INFINITY;
+            CHECK_MSG(diff <= 1e-4f, "%s on %d GPU ranks: hidden states %g from transformers'", dir, ranks, diff);
+            pf_encoding_free(e);
+            float logit_diff = 0.0f;
+            int same = 1;
+            if (lm && r == PF_OK) {
+                r = pf_forward(m, rows[0], 1, lengths[0], got);
+                logit_diff = r == PF_OK ? test_max_abs_diff(got, logits, n_logits) : INFINITY;
+                CHECK_MSG(logit_diff <= 1e-4f, "%s on %d GPU ranks: logits %g from transformers' (%s)", dir, ranks, logit_diff,
+                          pf_error_message(m));
+                int32_t prompt[TEST_MAX_IDS], out[TEST_MAX_IDS];
+                for (int i = 0; i < ref.num_prompt_ids; i++) prompt[i] = ref.prompt_ids[i];
+                pf_generate_options o = pf_generate_options_init();
+                o.max_new_tokens = ref.max_new_tokens;
+                int n = 0;
+                r = pf_generate(m, prompt, ref.num_prompt_ids, &o, out, TEST_MAX_IDS, &n);
+                same = r == PF_OK && n == ref.num_greedy_ids;
+                for (int i = 0; same && i < n; i++) same = out[i] == ref.greedy_ids[i];
+                CHECK_MSG(same, "%s on %d GPU ranks: greedy tokens differ from transformers' (%s)", dir, ranks,
+                          pf_error_message(m));
+            }
+            char extra[96] = "";
+            if (lm)
+                snprintf(extra, sizeof extra, ", logits %.2g, greedy tokens %s", logit_diff,
+                         same ? "as transformers'" : "differ");
+            printf("  %-12s f32 %d rank%s on the GPU   hidden %.2g%s\n", lm ? "reformer-lm" : "reformer", ranks,
+                   ranks > 1 ? "s" : " ", diff, extra);
+        }
+        free(got), free(hidden), free(logits);
+        pf_free(m);
+    }
+}
+
 static void test_clip(void) {
     char dir[1024], path[1100];
     snprintf(dir, sizeof dir, "%s/clip", test_fixtures);
@@ -2405,6 +2487,11 @@ int main(int argc, char **argv) {
 #endif
                     continue;
                 }
+                if (!strcmp(argv[i], "reformer")) { /* both Reformer fixtures, against transformers' */
+                    printf("reformer\n");
+                    test_reformer_fixtures();
+                    continue;
+                }
                 if (!strncmp(argv[i], "xlnet-lm", 8)) { /* generation alone: no logits to compare */
                     printf("%s\n", argv[i]);
                     test_memory_generation(argv[i]);
@@ -2442,6 +2529,8 @@ int main(int argc, char **argv) {
                 printf("%s\n", memory_lm[k]);
                 test_memory_generation(memory_lm[k]);
             }
+            printf("reformer\n");
+            test_reformer_fixtures();
             run_fixtures("samples.bin", "speech", test_speech_encoder);
             run_fixtures("decoder_logits.bin", "encoder-decoder", test_seq2seq_fixture);
             run_fixtures("features.bin", "speech encoder-decoder", test_speech_seq2seq);

@@ -32,6 +32,7 @@ int main(int argc, char **argv) {
         {"bad input", test_bad_input},
         {"config", test_config},
         {"encoders", test_encoders},
+        {"reformer", test_reformer},
         {"seq2seq", test_seq2seq},
         {"whisper", test_whisper},
         {"generation", test_generation},

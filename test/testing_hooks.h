@@ -21,6 +21,11 @@ const char *pf_testing_builtin_model_type(int i);
 /* pf_policy_to_json for every compiled-in model_type, the dual and speech ones too. */
 pf_result pf_testing_policy_json(const char *model_type, char *json, size_t capacity, size_t *length);
 
+/* ---- Reformer ---- */
+
+/* torch.randn(count) in fp32 on the CPU right after torch.manual_seed(seed), into out (src/reformer.c). */
+void pf_testing_torch_randn(uint64_t seed, float *out, size_t count);
+
 /* ---- failures injected into the ranks ---- */
 
 /* Mixtures of experts' faults (src/moe.c): 1 rank 1 routes its tokens otherwise, 2 rank 0 drops
