@@ -1763,6 +1763,44 @@ static void tt_test_bpe_files(void) {
     }
 }
 
+/* The Python classes' word splits on hostile text (bytes that are not UTF-8, NUL, long runs of
+   periods and spaces, sacremoses' own markers, a long word): an encoding and its decode, no crash
+   (the ASan build runs this too). */
+static void tt_test_word_split_hostile(void) {
+    static const char *const dirs[] = {"tokenizer-xlm-files", "tokenizer-flaubert-lower", "tokenizer-bert-japanese-char",
+                                       "tokenizer-bert-japanese-wp"};
+    static const char hostile0[] = "a\xff\xc3 \x80\xe2\x82 .\xf0\x9f. '\xfe'", hostile1[] = "x\0y. \0'\0.";
+    size_t big = 20000, i, k, n, len;
+    char *text = (char *)malloc(big + 64);
+    if (!text) {
+        CHECK_MSG(0, "out of memory");
+        return;
+    }
+    for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        pf_tokenizer *t = tt_load_fixture(dirs[i]);
+        for (k = 0; t && k < 6; k++) {
+            int32_t *ids;
+            char *dec;
+            switch (k) {
+            case 0: memcpy(text, hostile0, n = sizeof hostile0 - 1); break;
+            case 1: memcpy(text, hostile1, n = sizeof hostile1 - 1); break;
+            case 2: memset(text, '.', n = big); break;
+            case 3: for (n = 0; n + 11 <= big; n += 11) memcpy(text + n, "DOTDOTMULTI", 11); break;
+            case 4: memset(text, ' ', n = big); text[n / 2] = 'x'; break;
+            default: for (n = 0; n + 4 <= big; n += 4) memcpy(text + n, "a'-,", 4); break;
+            }
+            ids = tt_encode_with(t, text, n, &len, 1);
+            CHECK_MSG(ids != NULL, "%s: hostile text %zu does not encode", dirs[i], k);
+            dec = ids ? tt_decode(t, ids, len, &n) : NULL;
+            CHECK_MSG(!ids || dec != NULL, "%s: hostile text %zu does not decode", dirs[i], k);
+            free(dec);
+            free(ids);
+        }
+        pf_tokenizer_free(t);
+    }
+    free(text);
+}
+
 static void tt_test_bad_input(void) {
     char dir[1024], err[512] = "", small[8];
     pf_tokenizer *t = (pf_tokenizer *)&t;
@@ -2220,6 +2258,7 @@ void test_tokenizer(void) {
     tt_test_bad_input();
     tt_test_not_byte_level_files();
     tt_test_bpe_files();
+    tt_test_word_split_hostile();
     tt_test_hostile_charsmap();
     tt_test_seq2seq();
 }
