@@ -1382,6 +1382,7 @@ PF_PRIVATE int pf__buf_put(pf__tok_buf *b, const void *s, size_t n);
 PF_PRIVATE int pf__buf_put_cp(pf__tok_buf *b, uint32_t cp);
 PF_PRIVATE int pf__buf_replace(pf__tok_buf *out, const unsigned char *s, size_t n, const char *pat, size_t pat_len,
                            const char *rep, size_t rep_len);
+PF_PRIVATE int pf__cps_put(pf__tok_cps *b, uint32_t cp);
 PF_PRIVATE int pf__nf_decompose(pf__tok_cps *out, uint32_t cp, int depth);
 PF_PRIVATE int pf__nf_decompose_compat(pf__tok_cps *out, uint32_t cp);
 PF_PRIVATE int pf__nf_reorder(pf__tok_cps *cps, pf__tok_cps *tmp);
@@ -1457,8 +1458,12 @@ enum { PF__SPM_NORMAL = 1, PF__SPM_UNKNOWN, PF__SPM_CONTROL, PF__SPM_USER_DEFINE
 
 enum { PF__SPM_UNIGRAM = 1, PF__SPM_BPE, PF__SPM_WORD, PF__SPM_CHAR };
 
-/* Pre-tokenizer stages (a ByteLevel is a prefix-space stage and a GPT2 split) */
-typedef enum pf__tok_pre_kind { PF__PRE_SPLIT, PF__PRE_PREFIX_SPACE, PF__PRE_METASPACE } pf__tok_pre_kind;
+/* Pre-tokenizer stages (a ByteLevel is a prefix-space stage and a GPT2 split; PF__PRE_MOSES: XLM's,
+   FlauBERT's and FSMT's Moses pipeline, src/moses.c) */
+typedef enum pf__tok_pre_kind {
+    PF__PRE_SPLIT, PF__PRE_PREFIX_SPACE, PF__PRE_METASPACE, PF__PRE_MOSES,
+    PF__PRE_BASIC_JA /* BertJapaneseTokenizer's basic split (src/moses.c) */
+} pf__tok_pre_kind;
 
 typedef struct pf__tok_pre {
     pf__tok_pre_kind kind;
@@ -1470,6 +1475,7 @@ typedef struct pf__tok_pre {
     size_t lit_len;
     pf__tok_prepend prepend;    /* METASPACE */
     int split;                  /* METASPACE */
+    int lower;                  /* BASIC_JA: do_lower_case */
 } pf__tok_pre;
 
 typedef enum pf__tok_dec_kind {
@@ -1478,6 +1484,9 @@ typedef enum pf__tok_dec_kind {
     PF__DEC_UTF8_IGNORE, /* ByT5: the tokens' bytes as one token, less the bytes that are not valid UTF-8 */
     PF__DEC_SPM,         /* Marian's and M2M100's convert_tokens_to_string: runs between special tokens
                             decoded by SentencePiece (t->spm), then stripped */
+    PF__DEC_JOINED_WORDPIECE, /* BertJapanese's convert_tokens_to_string: " ".join(tokens), " ##" removed, stripped */
+    PF__DEC_SUFFIX_BPE,  /* XLM's and FlauBERT's convert_tokens_to_string: the tokens joined, each "</w>" a
+                            space, stripped */
     PF__DEC_WORD_BPE     /* the Python BPE classes' (CTRL's, PhoBERT's, ...) convert_tokens_to_string: the tokens
                             joined by spaces, "@@ " removed, stripped */
 } pf__tok_dec_kind;
@@ -1546,7 +1555,8 @@ PF_PRIVATE void pf__trie_free(pf__trie *tr);
 /* PF__MODEL_BYTES: ByT5, each byte of the text is id byte + PF__BYTES_OFFSET (no vocab file) */
 /* PF__MODEL_WORD_BPE: the Python classes' BPE on strings (t->word_bpe), pieces looked up by their text */
 typedef enum pf__tok_model_kind {
-    PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES, PF__MODEL_WORD_BPE
+    PF__MODEL_BPE, PF__MODEL_WORDPIECE, PF__MODEL_UNIGRAM, PF__MODEL_BYTES, PF__MODEL_WORD_BPE,
+    PF__MODEL_CHARS /* BertJapanese's character subwords: NFKC, each character its id */
 } pf__tok_model_kind;
 #define PF__BYTES_OFFSET 3 /* ByT5's <pad> <eos> <unk> come first */
 
@@ -1663,6 +1673,11 @@ struct pf_tokenizer {
        symbols their merges make (ids from 1; 0 stands for a character no merge has), its merges
        those of the strings, ranked */
     struct pf_tokenizer *word_bpe;
+    int word_bpe_suffix;      /* XLM's, FlauBERT's and FSMT's bpe(): the pieces looked up as the merges make
+                                 them, the last with "</w>" (no "@@") */
+    int moses_lang;           /* XLM, FlauBERT, FSMT: the Moses pipeline's language (pf__moses_lang) */
+    unsigned moses_opts;      /* ... and its PF__MOSES_OPT_* */
+    const char *moses_prefixes; /* ... and the language's nonbreaking prefixes (pf__moses_prefix_list) */
     int word_bpe_blenderbot;  /* Blenderbot-small's bpe(): punctuation set apart, newlines as __newln__,
                                  each piece lowercased as Python's str.lower() */
     unsigned char *py_cased;  /* for that lower(): a bitmap of the code points below PF__PY_CASED_END that
@@ -1701,7 +1716,9 @@ typedef struct pf__tok_ctx {
     pf__tok_buf pre[PF__TOK_MAX_PRE]; /* pre-tokenizer stages that rewrite text */
     pf__tok_buf unit;               /* a BPE unit with prefix / suffix */
     pf__tok_buf mapped;             /* a word as byte-level characters (ignore_merges) */
-    pf__tok_buf word[2];            /* Blenderbot-small: a word rewritten, a piece of it lowercased */
+    pf__tok_buf word[2];            /* Blenderbot-small: a word rewritten, a piece of it lowercased; XLM:
+                                       a word lowercased */
+    pf__tok_buf moses[2];           /* the Moses pipeline's steps, ping-pong */
     struct pf__tok_node *lattice;   /* Unigram: [lattice_cap] */
     size_t *path;                   /* Unigram: [path_cap], the best path's piece ends */
     size_t lattice_cap, path_cap;
@@ -1726,6 +1743,45 @@ PF_PRIVATE unsigned char *pf__py_cased_bitmap(void);
 
 /* ---- src/tokenizer_split.c ---- */
 PF_PRIVATE int pf__py_space(uint32_t cp);
+PF_PRIVATE int pf__py_lower(const pf_tokenizer *t, const unsigned char *s, size_t n, pf__tok_buf *out);
+PF_PRIVATE int pf__tok_is_ascii(const unsigned char *s, size_t n);
+PF_PRIVATE int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, size_t len, int first);
+PF_PRIVATE int pf__tok_from_cps(pf__tok_buf *out, const pf__tok_cps *cps);
+PF_PRIVATE int pf__py_normalize(pf__tok_ctx *c, pf__tok_norm_kind kind, const unsigned char *s, size_t n,
+                                pf__tok_buf *out);
+
+/* Moses (src/moses.c): what the pipeline does besides its language's rules */
+#define PF__MOSES_OPT_XLM_LOWER 1u   /* XLM's do_lowercase_and_remove_accent, on each word */
+#define PF__MOSES_OPT_FLAUBERT 2u    /* FlauBERT's preprocess_text: `` and '' to ", NFC */
+#define PF__MOSES_OPT_LOWER_NFC 4u   /* ... and lower() after NFC (its do_lowercase) */
+#define PF__MOSES_OPT_LOWER_FIRST 8u /* FSMT's do_lower_case: lower() before all */
+#define PF__MOSES_OPT_DASHES 16u     /* FSMT's aggressive_dash_splits */
+#define PF__MOSES_OPT_ESCAPE 32u     /* FSMT's XML escapes */
+/* The classes of a code point (test/gen_moses_tables.py's FLAGS) */
+#define PF__MOSES_PAD 0x001u      /* PAD_NOT_ISALNUM's class: set apart with a space on each side */
+#define PF__MOSES_ALNUM 0x002u    /* [IsAlnum] */
+#define PF__MOSES_N 0x004u        /* [IsN] */
+#define PF__MOSES_ALPHA 0x008u    /* [IsAlpha] */
+#define PF__MOSES_LOWER 0x010u    /* in IsLower */
+#define PF__MOSES_PY_DIGIT 0x020u /* Python re's \d */
+#define PF__MOSES_PY_SPACE 0x040u /* Python re's \s (str.isspace) */
+#define PF__MOSES_PY_OTHER 0x080u /* Python's unicodedata.category C* */
+#define PF__MOSES_PY_MN 0x100u    /* Python's unicodedata.category Mn */
+#define PF__MOSES_PY_ZS 0x200u    /* Python's unicodedata.category Zs */
+#define PF__MOSES_PY_PUNCT 0x400u /* Python's unicodedata.category P* */
+
+#define PF__ML_EN 1u /* the languages' bits, in the order of pf__moses_lang (test/gen_moses_tables.py's LANGS) */
+#define PF__ML_FR 2u
+#define PF__ML_DE 4u
+#define PF__ML_RU 8u
+PF_PRIVATE unsigned pf__moses_class(uint32_t cp);
+PF_PRIVATE const uint32_t *pf__py_nf_find(uint32_t cp, uint32_t kind);
+PF_PRIVATE int pf__moses_lang(const char *lang);
+PF_PRIVATE const char *pf__moses_prefix_list(int lang);
+PF_PRIVATE int pf__moses_words(pf__tok_ctx *c, const unsigned char *s, size_t len, pf__tok_buf **out);
+PF_PRIVATE int pf__bj_words(pf__tok_ctx *c, const unsigned char *s, size_t n, int lower, pf__tok_buf **out);
+PF_PRIVATE pf_result pf__tok_from_bert_japanese(pf_tokenizer *t, const char *dir, const pf__json *config,
+                                                const char *config_path, char *err, size_t err_size);
 
 /* ---- src/tokenizer_load.c ---- */
 PF_PRIVATE int pf__tok_json_bool(const pf__json *obj, const char *key, int def);

@@ -541,13 +541,14 @@ done:
 static const struct {
     const char *name, *needs;
 } pf__tok_slow_only[] = {
-    {"FSMTTokenizer", "Moses tokenization (sacremoses: its punctuation rules and per-language nonbreaking-prefix lists, "
-                      "data this library does not carry) and BPE in vocab-src.json / vocab-tgt.json + merges.txt"},
-    {"XLMTokenizer", "Moses tokenization (sacremoses: its punctuation rules and per-language nonbreaking-prefix lists, "
-                     "data this library does not carry; Chinese, Thai and Japanese through jieba, PyThaiNLP, KyTea) "
-                     "and BPE in vocab.json + merges.txt"},
-    {"FlaubertTokenizer", "Moses tokenization as XLM's (sacremoses' punctuation rules and nonbreaking-prefix lists), "
-                          "lowercasing and accents stripped as its do_lowercase says, and BPE in vocab.json + merges.txt"},
+    {"FSMTTokenizer", "a source and a target vocabulary (vocab-src.json encodes, vocab-tgt.json decodes) and the Moses "
+                      "detokenizer on decode; its Moses tokenization is the one XLM's tokenizer runs here"},
+    {"CpmTokenizer", "jieba's Chinese word segmentation (rjieba: a dictionary of about 350,000 words and an HMM, "
+                     "data this library does not carry) before its SentencePiece model in transformers 4 and in "
+                     "CpmTokenizerFast; transformers 5's CpmTokenizer runs the SentencePiece model without it "
+                     "(XLNet's preprocessing, CPM's digit-comma split, its own decode), which is not written here either"},
+    {"CpmTokenizerFast", "jieba's Chinese word segmentation (rjieba: a dictionary of about 350,000 words and an HMM, "
+                         "data this library does not carry) before its SentencePiece model"},
     {"Wav2Vec2CTCTokenizer", "a character vocabulary for CTC output (pf_ctc_decode reads its vocab.json)"},
 };
 
@@ -727,6 +728,8 @@ PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out,
                                                        : !strcmp(cls->string, "M2M100Tokenizer") ? PF__SPM_FILES_M2M100
                                                                                                  : PF__SPM_FILES_SPEECH2TEXT,
                                        config_path, err, err_size);
+        } else if (cls && cls->type == PF__JSON_STRING && !strcmp(cls->string, "BertJapaneseTokenizer")) {
+            r = pf__tok_from_bert_japanese(t, dir, config, config_path, err, err_size);
         } else if (cls && cls->type == PF__JSON_STRING && pf__tok_bpe_files_class(cls->string)) {
             r = pf__tok_from_bpe_files(t, dir, config, config_path, err, err_size);
             bos_eos_set = 1;
@@ -735,7 +738,7 @@ PF_PRIVATE pf_result pf__tokenizer_load_dir(const char *dir, pf_tokenizer **out,
             snprintf(err, err_size, "%s: %s has no tokenizer.json (transformers has no fast version of it) and is "
                      "not supported: it needs %s. Supported without tokenizer.json: vocab.json + merges.txt of a "
                      "byte-level BPE (GPT-2, RoBERTa, BART, ...), ByT5, Marian, M2M100, Speech2Text, OpenAI GPT, "
-                     "HerBERT, CTRL, Blenderbot-small, PhoBERT and BERTweet", dir, pf__tok_slow_only[i].name,
+                     "HerBERT, CTRL, Blenderbot-small, PhoBERT, BERTweet, XLM, FlauBERT and BertJapanese", dir, pf__tok_slow_only[i].name,
                      pf__tok_slow_only[i].needs);
             r = PF_ERROR_UNSUPPORTED;
         } else if (cls && cls->type == PF__JSON_STRING && !pf__tok_byte_level_class(cls->string) &&

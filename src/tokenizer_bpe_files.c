@@ -16,6 +16,13 @@
        t->word_bpe); decode joins the tokens with spaces and drops "@@ ". Blenderbot-small
        rewrites and lowercases each word first; PhoBERT and BERTweet (whose texts are expected
        word-segmented and normalized by the user) put <s> A </s> (</s></s> B </s>) around a text.
+     XLMTokenizer, FlaubertTokenizer: Python classes whose _tokenize runs the Moses pipeline
+       (src/moses.c; XLM's language is "en", as transformers 5's tokenize() passes it none;
+       FlauBERT's "fr") and bpe() on each word: the merges.txt pairs (a line's first two fields,
+       no header skipped), the pieces looked up as they are, the last ending with "</w>". XLM's
+       do_lowercase_and_remove_accent (default true) lowercases each word and drops its accents;
+       FlauBERT's do_lowercase lowercases after NFC. <s> A </s>, pair <s> A </s> B </s>, type ids 0;
+       decode joins the tokens and turns each "</w>" into a space.
 
    Each class's special tokens (its defaults, or the config's) are special added tokens, as
    transformers adds them. Config keys that would change the ids and are not implemented are
@@ -25,8 +32,13 @@
 
 enum {
     PF__BPE_FILES_OPENAI_GPT = 1, PF__BPE_FILES_HERBERT, PF__BPE_FILES_CTRL, PF__BPE_FILES_BLENDERBOT_SMALL,
-    PF__BPE_FILES_PHOBERT, PF__BPE_FILES_BERTWEET
+    PF__BPE_FILES_PHOBERT, PF__BPE_FILES_BERTWEET, PF__BPE_FILES_XLM, PF__BPE_FILES_FLAUBERT
 };
+
+/* XLM's and FlauBERT's additional_special_tokens when the config lists none. */
+static const char *const pf__bpe_files_xlm_extra[] = {"<special0>", "<special1>", "<special2>", "<special3>",
+                                                      "<special4>", "<special5>", "<special6>", "<special7>",
+                                                      "<special8>", "<special9>"};
 
 /* Each class: its kind, and its special tokens' defaults in transformers' SPECIAL_TOKENS_ATTRIBUTES
    order (bos, eos, unk, sep, pad, cls, mask; NULL: none). */
@@ -41,6 +53,8 @@ static const struct {
     {"BlenderbotSmallTokenizer", PF__BPE_FILES_BLENDERBOT_SMALL, {"__start__", "__end__", "__unk__", NULL, "__null__", NULL, NULL}},
     {"PhobertTokenizer", PF__BPE_FILES_PHOBERT, {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", "<mask>"}},
     {"BertweetTokenizer", PF__BPE_FILES_BERTWEET, {"<s>", "</s>", "<unk>", "</s>", "<pad>", "<s>", "<mask>"}},
+    {"XLMTokenizer", PF__BPE_FILES_XLM, {"<s>", NULL, "<unk>", "</s>", "<pad>", "</s>", "<special1>"}},
+    {"FlaubertTokenizer", PF__BPE_FILES_FLAUBERT, {"<s>", NULL, "<unk>", "</s>", "<pad>", "</s>", "<special1>"}},
 };
 static const char *const pf__bpe_files_special_keys[7] = {"bos_token", "eos_token", "unk_token", "sep_token",
                                                           "pad_token", "cls_token", "mask_token"};
@@ -132,6 +146,20 @@ static pf_result pf__bpe_files_specials(pf_tokenizer *t, const pf__json *config,
     }
     unk = pf__bpe_files_special_text(config, "unk_token", pf__bpe_files_classes[cls].specials[2], &len, &bad);
     t->unk_id = unk && len ? pf__tok_vocab_find(t, unk, len) : -1;
+    if ((pf__bpe_files_classes[cls].kind == PF__BPE_FILES_XLM || pf__bpe_files_classes[cls].kind == PF__BPE_FILES_FLAUBERT) &&
+        !pf__json_get(config, "additional_special_tokens") && !pf__json_get(config, "extra_special_tokens")) {
+        for (i = 0; i < PF__TOK_LEN(pf__bpe_files_xlm_extra); i++) { /* the class's defaults */
+            const char *s = pf__bpe_files_xlm_extra[i];
+            pf__tok_added *a = pf__tok_added_find(t, s, strlen(s));
+            int32_t id;
+            if (a) {
+                a->special = 1;
+                continue;
+            }
+            if ((id = pf__tok_vocab_find(t, s, strlen(s))) < 0) id = next_id++;
+            if (pf__tok_add_token(t, s, strlen(s), id, 1, 0, 0, 0, 0)) return pf__tok_out_of_memory(config_path, err, err_size);
+        }
+    }
     return pf__tok_listed_specials(t, config, next_id, config_path, err, err_size);
 }
 
@@ -250,12 +278,13 @@ static size_t pf__py_fields(const char *s, size_t n, size_t *starts, size_t *len
 
 /* The merges of a Python class as it reads them: the file's lines (the last piece, after the last
    line end, dropped, and the first line too with skip_first: merges.txt's version line); each
-   line's whitespace-separated fields the pair, less the last one with drop_last (bpe.codes' count).
-   A line without exactly two fields takes a rank and makes no merge, so ranks keep their order
+   line's whitespace-separated fields the pair, less the last one with drop_last (bpe.codes' count),
+   or its first two with first_two (XLM's split()[:2]). A line without two fields takes a rank and
+   makes no merge, so ranks keep their order
    without them. The strings and what each pair makes go into sy's vocab (ids from 1), the pairs
    into its merges. */
-static pf_result pf__bpe_files_word_merges(pf_tokenizer *sy, const char *path, int skip_first, int drop_last, char *err,
-                                           size_t err_size) {
+static pf_result pf__bpe_files_word_merges(pf_tokenizer *sy, const char *path, int skip_first, int drop_last,
+                                           int first_two, char *err, size_t err_size) {
     char *text = NULL, *joined = NULL;
     size_t len = 0, at = 0, start, line_len, n = 0, lines = 0, i;
     pf__tok_merge_text *mt = NULL;
@@ -270,6 +299,7 @@ static pf_result pf__bpe_files_word_merges(pf_tokenizer *sy, const char *path, i
         size_t starts[3], lens[3], count = pf__py_fields(text + start, line_len, starts, lens, 3);
         if (i == 0 && skip_first) continue;
         if (drop_last && count > 0) count--;
+        if (first_two && count > 2) count = 2;
         if (count != 2) continue;
         mt[n].a = text + start + starts[0];
         mt[n].a_len = lens[0];
@@ -377,10 +407,54 @@ done:
     return r;
 }
 
+/* The rest of XLM's and FlauBERT's classes (t's vocab, merges and special tokens read): the Moses
+   pipeline as the pre-tokenizer, <s> A </s> (B </s>), the "</w>" decoder. */
+static pf_result pf__bpe_files_moses(pf_tokenizer *t, const char *dir, const pf__json *config, size_t cls,
+                                     const char *config_path, const char *path, char *err, size_t err_size) {
+    int xlm = pf__bpe_files_classes[cls].kind == PF__BPE_FILES_XLM;
+    const char *key = xlm ? "do_lowercase_and_remove_accent" : "do_lowercase";
+    int lower = pf__tok_json_bool(config, key, xlm);
+    int32_t bos = pf__bpe_files_special_id(t, config, cls, 0), sep = pf__bpe_files_special_id(t, config, cls, 3);
+    pf__tok_post_item single[3], pair[5];
+    pf__tok_pre *pre;
+    pf_result r;
+    if (lower < 0) {
+        snprintf(err, err_size, "%s: %s is not a boolean", config_path, key);
+        return PF_ERROR_FORMAT;
+    }
+    if (bos < 0 || sep < 0) {
+        snprintf(err, err_size, "%s: %s needs a bos_token and a sep_token in its vocab", config_path,
+                 pf__bpe_files_classes[cls].name);
+        return PF_ERROR_FORMAT;
+    }
+    t->word_bpe_suffix = 1;
+    t->moses_lang = pf__moses_lang(xlm ? "en" : "fr");
+    t->moses_prefixes = pf__moses_prefix_list(t->moses_lang);
+    t->moses_opts = xlm ? (lower ? PF__MOSES_OPT_XLM_LOWER : 0u)
+                        : PF__MOSES_OPT_FLAUBERT | (lower ? PF__MOSES_OPT_LOWER_NFC : 0u);
+    if (!(t->py_cased = pf__py_cased_bitmap())) return pf__tok_out_of_memory(dir, err, err_size);
+    pre = &t->pres[t->num_pres++];
+    memset(pre, 0, sizeof *pre);
+    pre->kind = PF__PRE_MOSES;
+    if (!pf__tok_add_dec(t, PF__DEC_SUFFIX_BPE)) return pf__tok_out_of_memory(dir, err, err_size);
+    t->has_decoder = 1;
+    single[0].id = pair[0].id = bos;
+    single[1].id = pair[1].id = PF__TOK_SEQ_A;
+    single[2].id = pair[2].id = pair[4].id = sep;
+    pair[3].id = PF__TOK_SEQ_B;
+    for (size_t i = 0; i < 5; i++) single[i % 3].type_id = pair[i].type_id = 0;
+    t->has_post = 1;
+    if ((r = pf__tok_set_post(t, 0, single, 3, config_path, err, err_size)) != PF_OK ||
+        (r = pf__tok_set_post(t, 1, pair, 5, config_path, err, err_size)) != PF_OK)
+        return r;
+    return pf__tok_finish(t, path, err, err_size);
+}
+
 /* CTRL's, Blenderbot-small's, PhoBERT's and BERTweet's Python classes. */
 static pf_result pf__bpe_files_python(pf_tokenizer *t, const char *dir, const pf__json *config, size_t cls,
                                       const char *config_path, char *err, size_t err_size) {
     int kind = pf__bpe_files_classes[cls].kind, fastbpe = kind == PF__BPE_FILES_PHOBERT || kind == PF__BPE_FILES_BERTWEET;
+    int moses = kind == PF__BPE_FILES_XLM || kind == PF__BPE_FILES_FLAUBERT;
     char path[4096];
     pf__json *vocab = NULL;
     pf__tok_pre *pre;
@@ -394,10 +468,11 @@ static pf_result pf__bpe_files_python(pf_tokenizer *t, const char *dir, const pf
     if (!(t->word_bpe = (pf_tokenizer *)calloc(1, sizeof *t->word_bpe))) return pf__tok_out_of_memory(dir, err, err_size);
     t->word_bpe->unk_id = t->word_bpe->bos_id = t->word_bpe->eos_id = -1;
     if (pf__path_join(path, sizeof path, dir, fastbpe ? "bpe.codes" : "merges.txt")) goto too_long;
-    if ((r = pf__bpe_files_word_merges(t->word_bpe, path, !fastbpe, fastbpe, err, err_size)) != PF_OK ||
+    if ((r = pf__bpe_files_word_merges(t->word_bpe, path, !fastbpe && !moses, fastbpe, moses, err, err_size)) != PF_OK ||
         (r = pf__bpe_files_specials(t, config, cls, config_path, err, err_size)) != PF_OK)
         return r;
     t->model = PF__MODEL_WORD_BPE;
+    if (moses) return pf__bpe_files_moses(t, dir, config, cls, config_path, path, err, err_size);
     t->word_bpe_blenderbot = kind == PF__BPE_FILES_BLENDERBOT_SMALL;
     if (t->word_bpe_blenderbot && !(t->py_cased = pf__py_cased_bitmap())) return pf__tok_out_of_memory(dir, err, err_size);
     pre = &t->pres[t->num_pres++]; /* re.findall(r"\S+\n?"): CTRL and Blenderbot-small with the regex module */
@@ -470,3 +545,193 @@ PF_PRIVATE pf_result pf__tok_from_bpe_files(pf_tokenizer *t, const char *dir, co
     }
     return r;
 }
+
+/* ---- BertJapaneseTokenizer ---- */
+
+/* transformers' BertJapaneseTokenizer is a Python class (no tokenizer.json). What is read here:
+   word_tokenizer_type "basic" (its own BasicTokenizer without Chinese-character splitting: control
+   characters, NUL and U+FFFD dropped, whitespace to spaces, NFC, split on Python's whitespace,
+   with do_lower_case each word lower()ed and stripped of Mn after NFD, then split on punctuation:
+   ASCII non-alphanumerics and Unicode P*), and subword_tokenizer_type "character" (each word NFKC,
+   then each character its vocab id or unk) or "wordpiece" (greedy longest match, "##", 100
+   characters at most). MeCab, Sudachi and Juman++ need their dictionaries and are refused by name,
+   as the SentencePiece subwords, never_split, and do_word_tokenize / do_subword_tokenize false.
+   [CLS] A [SEP], pair [CLS] A [SEP] B [SEP] (type ids 0, then 1 from B on); decode joins the
+   tokens with spaces and drops " ##". Python's character classes come from the Moses table
+   (pf__moses_class: Python's categories). */
+
+/* vocab.txt as load_vocab reads it: each line (universal newlines, the last piece too) a token,
+   ids in order. A token listed twice is refused (transformers keeps the later id for it). */
+static pf_result pf__bj_vocab(pf_tokenizer *t, const char *path, char *err, size_t err_size) {
+    char *text = NULL;
+    size_t len = 0, i, start, lines = 0;
+    int32_t id = 0;
+    pf_result r;
+    if ((r = pf__read_file(path, PF__MAX_TEXT_FILE, &text, &len, err, err_size)) != PF_OK) return r;
+    for (i = 0; i < len; i++)
+        if (text[i] == '\n' || (text[i] == '\r' && !(i + 1 < len && text[i + 1] == '\n'))) lines++;
+    if ((r = pf__tok_vocab_alloc(t, lines + 1, len + lines + 1, path, err, err_size)) != PF_OK) goto done;
+    for (start = i = 0; start < len; i++) {
+        if (i < len && text[i] != '\n' && text[i] != '\r') continue;
+        if (pf__tok_vocab_find(t, text + start, i - start) >= 0) {
+            snprintf(err, err_size, "%s: line %d: token \"%.*s\" is listed twice (transformers then gives it the later "
+                     "id)", path, (int)id + 1, pf__tok_show_len(i - start), text + start);
+            r = PF_ERROR_FORMAT;
+            goto done;
+        }
+        pf__tok_vocab_insert(t, text + start, i - start, id++);
+        if (i + 1 < len && text[i] == '\r' && text[i + 1] == '\n') i++;
+        start = i + 1;
+    }
+done:
+    free(text);
+    return r;
+}
+
+/* The config's string option `key` (def when absent) in *out; PF_ERROR_FORMAT when not a string. */
+static pf_result pf__bj_option(const pf__json *config, const char *key, const char *def, const char **out,
+                               const char *config_path, char *err, size_t err_size) {
+    const pf__json *v = pf__json_get(config, key);
+    *out = def;
+    if (!v || v->type == PF__JSON_NULL) return PF_OK;
+    if (v->type != PF__JSON_STRING) {
+        snprintf(err, err_size, "%s: %s is not a string", config_path, key);
+        return PF_ERROR_FORMAT;
+    }
+    *out = v->string;
+    return PF_OK;
+}
+
+/* Options that change the ids and are not read: PF_ERROR_UNSUPPORTED naming them. */
+static pf_result pf__bj_options(const pf__json *config, int *character, const char *config_path, char *err,
+                                size_t err_size) {
+    static const char *const bools[] = {"do_word_tokenize", "do_subword_tokenize", "split_special_tokens"};
+    const char *word, *sub;
+    const pf__json *never = pf__json_get(config, "never_split");
+    pf_result r;
+    if ((r = pf__bj_option(config, "word_tokenizer_type", "basic", &word, config_path, err, err_size)) != PF_OK ||
+        (r = pf__bj_option(config, "subword_tokenizer_type", "wordpiece", &sub, config_path, err, err_size)) != PF_OK)
+        return r;
+    if (!strcmp(word, "mecab") || !strcmp(word, "sudachi") || !strcmp(word, "jumanpp")) {
+        snprintf(err, err_size, "%s: BertJapaneseTokenizer with word_tokenizer_type \"%s\" is not supported: it needs %s "
+                 "(a morphological analyzer and its dictionary, which this library does not carry); \"basic\" is",
+                 config_path, word, !strcmp(word, "mecab") ? "MeCab (fugashi) and ipadic / unidic"
+                                    : !strcmp(word, "sudachi") ? "SudachiPy and its dictionary" : "Juman++ (rhoknp)");
+        return PF_ERROR_UNSUPPORTED;
+    }
+    if (strcmp(word, "basic")) {
+        snprintf(err, err_size, "%s: word_tokenizer_type \"%.40s\" is not one of BertJapaneseTokenizer's", config_path, word);
+        return PF_ERROR_FORMAT;
+    }
+    if (!strcmp(sub, "sentencepiece")) {
+        snprintf(err, err_size, "%s: BertJapaneseTokenizer with subword_tokenizer_type \"sentencepiece\" is not "
+                 "supported (\"wordpiece\" and \"character\" are)", config_path);
+        return PF_ERROR_UNSUPPORTED;
+    }
+    if (strcmp(sub, "wordpiece") && strcmp(sub, "character")) {
+        snprintf(err, err_size, "%s: subword_tokenizer_type \"%.40s\" is not one of BertJapaneseTokenizer's", config_path, sub);
+        return PF_ERROR_FORMAT;
+    }
+    *character = !strcmp(sub, "character");
+    for (size_t i = 0; i < PF__TOK_LEN(bools); i++) {
+        int on = pf__tok_json_bool(config, bools[i], i < 2);
+        if (on < 0) {
+            snprintf(err, err_size, "%s: %s is not a boolean", config_path, bools[i]);
+            return PF_ERROR_FORMAT;
+        }
+        if (on != (i < 2)) {
+            snprintf(err, err_size, "%s: BertJapaneseTokenizer with %s %s is not supported", config_path, bools[i],
+                     on ? "true" : "false");
+            return PF_ERROR_UNSUPPORTED;
+        }
+    }
+    if (never && never->type != PF__JSON_NULL && !(never->type == PF__JSON_ARRAY && !never->first)) {
+        snprintf(err, err_size, "%s: BertJapaneseTokenizer with never_split is not supported (those words would keep "
+                 "their case and punctuation)", config_path);
+        return PF_ERROR_UNSUPPORTED;
+    }
+    return PF_OK;
+}
+
+/* Loads BertJapaneseTokenizer's vocab.txt and options from dir (config: its tokenizer_config.json). */
+PF_PRIVATE pf_result pf__tok_from_bert_japanese(pf_tokenizer *t, const char *dir, const pf__json *config,
+                                                const char *config_path, char *err, size_t err_size) {
+    static const char *const keys[5] = {"unk_token", "sep_token", "pad_token", "cls_token", "mask_token"};
+    static const char *const defs[5] = {"[UNK]", "[SEP]", "[PAD]", "[CLS]", "[MASK]"};
+    int32_t ids[5], next_id = 0;
+    char path[4096];
+    int character = 0, lower = pf__tok_json_bool(config, "do_lower_case", 0);
+    pf__tok_post_item single[3], pair[5];
+    pf__tok_pre *pre;
+    pf_result r;
+    if ((r = pf__bj_options(config, &character, config_path, err, err_size)) != PF_OK) return r;
+    if (lower < 0 || (t->cleanup_spaces = pf__tok_json_bool(config, "clean_up_tokenization_spaces", 0)) < 0) {
+        snprintf(err, err_size, "%s: do_lower_case or clean_up_tokenization_spaces is not a boolean", config_path);
+        return PF_ERROR_FORMAT;
+    }
+    if (pf__path_join(path, sizeof path, dir, "vocab.txt")) {
+        snprintf(err, err_size, "%.200s: the path is too long", dir);
+        return PF_ERROR_INVALID_ARGUMENT;
+    }
+    if ((r = pf__bj_vocab(t, path, err, err_size)) != PF_OK ||
+        (r = pf__tok_read_added_decoder(t, config, config_path, err, err_size)) != PF_OK)
+        return r;
+    next_id = (int32_t)t->vocab_count;
+    for (size_t i = 0; i < t->num_added; i++)
+        if (t->added[i].id >= next_id) next_id = t->added[i].id + 1;
+    for (int i = 0; i < 5; i++) { /* the special tokens: an added token's id, the vocab's, or the next */
+        const pf__json *v = pf__json_get(config, keys[i]);
+        const char *s = defs[i];
+        size_t n = strlen(s);
+        const pf__tok_added *a;
+        if (v && v->type == PF__JSON_OBJECT) v = pf__json_get(v, "content");
+        if (v && v->type == PF__JSON_STRING) {
+            s = v->string;
+            n = v->string_len;
+        } else if (v && v->type != PF__JSON_NULL) {
+            snprintf(err, err_size, "%s: %s is neither a string nor {\"content\": ...}", config_path, keys[i]);
+            return PF_ERROR_FORMAT;
+        }
+        ids[i] = -1;
+        if (v && v->type == PF__JSON_NULL) continue;
+        if ((a = pf__tok_added_find(t, s, n))) {
+            ids[i] = a->id;
+            continue;
+        }
+        if ((ids[i] = pf__tok_vocab_find(t, s, n)) < 0) ids[i] = next_id++;
+        if (pf__tok_add_token(t, s, n, ids[i], 1, 0, 0, 0, 0)) return pf__tok_out_of_memory(config_path, err, err_size);
+    }
+    t->unk_id = ids[0];
+    if (ids[1] < 0 || ids[3] < 0) {
+        snprintf(err, err_size, "%s: BertJapaneseTokenizer needs a cls_token and a sep_token", config_path);
+        return PF_ERROR_FORMAT;
+    }
+    if ((r = pf__tok_listed_specials(t, config, next_id, config_path, err, err_size)) != PF_OK) return r;
+    pre = &t->pres[t->num_pres++];
+    memset(pre, 0, sizeof *pre);
+    pre->kind = PF__PRE_BASIC_JA;
+    pre->lower = lower;
+    if (!(t->py_cased = pf__py_cased_bitmap())) return pf__tok_out_of_memory(dir, err, err_size);
+    if (character) {
+        t->model = PF__MODEL_CHARS;
+    } else {
+        t->model = PF__MODEL_WORDPIECE;
+        t->max_word_chars = 100;
+        if (!(t->prefix = pf__tok_dup("##", 2))) return pf__tok_out_of_memory(dir, err, err_size);
+        t->prefix_len = 2;
+    }
+    if (!pf__tok_add_dec(t, PF__DEC_JOINED_WORDPIECE)) return pf__tok_out_of_memory(dir, err, err_size);
+    t->has_decoder = 1;
+    single[0].id = pair[0].id = ids[3];
+    single[1].id = pair[1].id = PF__TOK_SEQ_A;
+    single[2].id = pair[2].id = pair[4].id = ids[1];
+    pair[3].id = PF__TOK_SEQ_B;
+    for (size_t i = 0; i < 5; i++) pair[i].type_id = i >= 3; /* bert_style, the specials counted */
+    single[0].type_id = single[1].type_id = single[2].type_id = 0;
+    t->has_post = 1;
+    if ((r = pf__tok_set_post(t, 0, single, 3, config_path, err, err_size)) != PF_OK ||
+        (r = pf__tok_set_post(t, 1, pair, 5, config_path, err, err_size)) != PF_OK)
+        return r;
+    return pf__tok_finish(t, path, err, err_size);
+}
+

@@ -278,6 +278,8 @@ PF_PRIVATE void pf__tok_ctx_free(pf__tok_ctx *c) {
     free(c->mapped.p);
     free(c->word[0].p);
     free(c->word[1].p);
+    free(c->moses[0].p);
+    free(c->moses[1].p);
     free(c->lattice);
     free(c->path);
     free(c->added_at[0]);
@@ -309,20 +311,6 @@ static void pf__tok_emit_piece(pf__tok_ctx *c, int32_t id) {
 }
 
 /* ---- normalizers ---- */
-
-static int pf__tok_from_cps(pf__tok_buf *out, const pf__tok_cps *cps) {
-    size_t i;
-    for (i = 0; i < cps->len; i++)
-        if (pf__buf_put_cp(out, cps->p[i])) return -1;
-    return 0;
-}
-
-static int pf__tok_is_ascii(const unsigned char *s, size_t n) {
-    size_t i;
-    for (i = 0; i < n; i++)
-        if (s[i] >= 0x80) return 0;
-    return 1;
-}
 
 static int pf__tok_is_cjk(uint32_t cp) { /* BertNormalizer's is_chinese_char */
     return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
@@ -883,7 +871,7 @@ static int pf__py_cased(const pf_tokenizer *t, uint32_t cp) {
 /* Python's str.lower() of s[0 .. n), appended to out: each character's lowercase (U+0130 two of
    them), and a capital sigma final (U+03C2) after a cased character and before none, case-ignorable
    ones skipped on both sides (CPython's handle_capital_sigma). */
-static int pf__py_lower(const pf_tokenizer *t, const unsigned char *s, size_t n, pf__tok_buf *out) {
+PF_PRIVATE int pf__py_lower(const pf_tokenizer *t, const unsigned char *s, size_t n, pf__tok_buf *out) {
     size_t i, k, j, m;
     uint32_t cp, other = 0;
     for (i = 0; i < n; i += k) {
@@ -944,7 +932,9 @@ static int pf__tok_word_bpe_piece(pf__tok_ctx *c, const unsigned char *s, size_t
         int32_t id = c->sym[pos].id;
         size_t n = id > 0 ? (size_t)sy->id_len[id] - (last ? 4 : 0) : pf__utf8_decode(s + off, len - off, &cp);
         c->unit.len = 0;
-        if (pf__buf_put(&c->unit, s + off, n) || (!last && pf__buf_put(&c->unit, "@@", 2))) return -1;
+        if (pf__buf_put(&c->unit, s + off, n) ||
+            (t->word_bpe_suffix ? last && pf__buf_put(&c->unit, "</w>", 4) : !last && pf__buf_put(&c->unit, "@@", 2)))
+            return -1;
         id = pf__tok_spm_lookup(t, c->unit.p, c->unit.len);
         if (id < 0) c->needs_unk = 1; /* transformers fails too: no unk token to map it to */
         else pf__tok_emit(c, id);
@@ -1147,6 +1137,27 @@ static int pf__tok_unigram(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     return 0;
 }
 
+/* ---- BertJapanese's character subwords ---- */
+
+/* The character subwords of one word: NFKC, then each character's vocab id (as convert_tokens_to_ids
+   gives it: an added token's first), or unk's. */
+static void pf__bj_chars(pf__tok_ctx *c, const unsigned char *s, size_t n) {
+    pf__tok_buf *nfkc = &c->unit;
+    size_t i, k;
+    uint32_t cp;
+    nfkc->len = 0;
+    if (pf__py_normalize(c, PF__NORM_NFKC, s, n, nfkc)) {
+        c->out_of_memory = 1;
+        return;
+    }
+    for (i = 0; i < nfkc->len; i += k) {
+        k = pf__utf8_decode(nfkc->p + i, nfkc->len - i, &cp);
+        if (pf__tok_vocab_find(c->t, (const char *)nfkc->p + i, k) >= 0) pf__tok_emit(c, pf__tok_spm_lookup(c->t, nfkc->p + i, k));
+        else if (c->t->unk_id >= 0) pf__tok_emit(c, c->t->unk_id);
+        else c->needs_unk = 1;
+    }
+}
+
 /* The model on one pre-tokenized word: emits its ids. 0, or -1 when out of memory. */
 PF_PRIVATE int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len) {
     size_t i;
@@ -1171,6 +1182,10 @@ PF_PRIVATE int pf__tok_model(pf__tok_ctx *c, const unsigned char *s, size_t len)
     }
     if (c->t->model == PF__MODEL_UNIGRAM) return pf__tok_unigram(c, s, len);
     if (c->t->model == PF__MODEL_WORD_BPE) return pf__tok_word_bpe(c, s, len);
+    if (c->t->model == PF__MODEL_CHARS) {
+        pf__bj_chars(c, s, len);
+        return 0;
+    }
     return pf__tok_bpe(c, s, len);
 }
 

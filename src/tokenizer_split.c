@@ -198,8 +198,6 @@ static int pf__tok_find(const pf__tok_pre *p, const unsigned char *s, size_t i, 
     return 0;
 }
 
-static int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, size_t len, int first);
-
 /* Splits s[0 .. len) on the pattern of p as HF's NormalizedString::split with p's behavior (and
    invert), and passes each non-empty piece on to stage `next`. */
 static int pf__tok_split(pf__tok_ctx *c, const pf__tok_pre *p, int next, const unsigned char *s, size_t len,
@@ -256,7 +254,7 @@ static int pf__tok_split(pf__tok_ctx *c, const pf__tok_pre *p, int next, const u
 
 /* Pre-tokenizer stage `stage` on a piece; past the last stage, the model. `first`: the piece
    starts where the original text does (Metaspace's prepend_scheme "first"). */
-static int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, size_t len, int first) {
+PF_PRIVATE int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, size_t len, int first) {
     const pf_tokenizer *t = c->t;
     const pf__tok_pre *p;
     pf__tok_buf *b;
@@ -267,6 +265,19 @@ static int pf__tok_pre_run(pf__tok_ctx *c, int stage, const unsigned char *s, si
     switch (p->kind) {
     case PF__PRE_SPLIT:
         return pf__tok_split(c, p, stage + 1, s, len, first);
+    case PF__PRE_MOSES: /* the Python classes' word splits: each word (no spaces in one) on */
+    case PF__PRE_BASIC_JA: {
+        pf__tok_buf *words;
+        size_t i, start = 0;
+        if (p->kind == PF__PRE_MOSES ? pf__moses_words(c, s, len, &words) : pf__bj_words(c, s, len, p->lower, &words))
+            return -1;
+        for (i = 0; i <= words->len; i++) {
+            if (i < words->len && words->p[i] != ' ') continue;
+            if (i > start && pf__tok_pre_run(c, stage + 1, words->p + start, i - start, 0)) return -1;
+            start = i + 1;
+        }
+        return 0;
+    }
     case PF__PRE_PREFIX_SPACE: /* ByteLevel's add_prefix_space, on every piece */
         if (s[0] == ' ') return pf__tok_pre_run(c, stage + 1, s, len, first);
         b->len = 0;
@@ -692,6 +703,30 @@ static int pf__tok_dec_word_bpe(const pf__tok_list *in, pf__tok_list *out) {
     return pf__list_push(out, 0);
 }
 
+/* BertJapanese's convert_tokens_to_string: " ".join(tokens).replace(" ##", "").strip(). One token. */
+static int pf__tok_dec_joined_wordpiece(const pf__tok_list *in, pf__tok_list *out) {
+    pf__tok_buf *joined = &out->scratch[0];
+    size_t i;
+    joined->len = 0;
+    for (i = 0; i < in->n; i++)
+        if ((i > 0 && pf__buf_put(joined, " ", 1)) || pf__buf_put(joined, in->text.p + in->off[i], in->len[i])) return -1;
+    if (pf__buf_replace(&out->text, joined->p, joined->len, " ##", 3, "", 0)) return -1;
+    pf__py_strip(&out->text);
+    return pf__list_push(out, 0);
+}
+
+/* XLM's and FlauBERT's convert_tokens_to_string: "".join(tokens).replace("</w>", " ").strip(). One token. */
+static int pf__tok_dec_suffix_bpe(const pf__tok_list *in, pf__tok_list *out) {
+    pf__tok_buf *joined = &out->scratch[0];
+    size_t i;
+    joined->len = 0;
+    for (i = 0; i < in->n; i++)
+        if (pf__buf_put(joined, in->text.p + in->off[i], in->len[i])) return -1;
+    if (pf__buf_replace(&out->text, joined->p, joined->len, "</w>", 4, " ", 1)) return -1;
+    pf__py_strip(&out->text);
+    return pf__list_push(out, 0);
+}
+
 /* One decoder step: the tokens of `in` -> `out` (emptied first). */
 static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const pf__tok_list *in, pf__tok_list *out) {
     size_t i, start = 0, run = (size_t)-1;
@@ -699,6 +734,8 @@ static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const p
     out->n = 0;
     if (d->kind == PF__DEC_SPM) return pf__tok_dec_spm(t, in, out);
     if (d->kind == PF__DEC_WORD_BPE) return pf__tok_dec_word_bpe(in, out);
+    if (d->kind == PF__DEC_SUFFIX_BPE) return pf__tok_dec_suffix_bpe(in, out);
+    if (d->kind == PF__DEC_JOINED_WORDPIECE) return pf__tok_dec_joined_wordpiece(in, out);
     for (i = 0; i < in->n; i++) {
         const unsigned char *s = in->text.p + in->off[i];
         size_t n = in->len[i], j, k;
@@ -706,6 +743,8 @@ static int pf__tok_dec_step(const pf_tokenizer *t, const pf__tok_dec *d, const p
         switch (d->kind) {
         case PF__DEC_SPM: /* whole, above */
         case PF__DEC_WORD_BPE:
+        case PF__DEC_SUFFIX_BPE:
+        case PF__DEC_JOINED_WORDPIECE:
             continue;
         case PF__DEC_BYTELEVEL: /* one token in the end */
         case PF__DEC_FUSE:

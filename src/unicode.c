@@ -28,7 +28,7 @@ PF_PRIVATE int pf__buf_put_cp(pf__tok_buf *b, uint32_t cp) {
     return pf__buf_put(b, u, pf__utf8_encode(cp, u));
 }
 
-static int pf__cps_put(pf__tok_cps *b, uint32_t cp) {
+PF_PRIVATE int pf__cps_put(pf__tok_cps *b, uint32_t cp) {
     if (pf__tok_grow((void **)&b->p, &b->cap, b->len + 1, sizeof *b->p)) return -1;
     b->p[b->len++] = cp;
     return 0;
@@ -167,6 +167,63 @@ PF_PRIVATE void pf__nf_compose(pf__tok_cps *cps) {
         p[out++] = cp;
     }
     cps->len = out;
+}
+
+PF_PRIVATE int pf__tok_from_cps(pf__tok_buf *out, const pf__tok_cps *cps) {
+    size_t i;
+    for (i = 0; i < cps->len; i++)
+        if (pf__buf_put_cp(out, cps->p[i])) return -1;
+    return 0;
+}
+
+PF_PRIVATE int pf__tok_is_ascii(const unsigned char *s, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (s[i] >= 0x80) return 0;
+    return 1;
+}
+
+/* Python's unicodedata.normalize(kind: NFC, NFD, NFKC or NFKD) of s[0 .. n) into out (c's code point
+   buffers scratch): HF's normalization (the tables above) with the decompositions and compositions
+   of Python's Unicode 14 that HF lacks (pf__py_nf_find; the combining classes stay HF's). */
+PF_PRIVATE int pf__py_normalize(pf__tok_ctx *c, pf__tok_norm_kind kind, const unsigned char *s, size_t n,
+                                pf__tok_buf *out) {
+    int compat = kind == PF__NORM_NFKC || kind == PF__NORM_NFKD, rc;
+    pf__tok_cps *d = &c->cps;
+    size_t i, k, j;
+    uint32_t cp;
+    if (pf__tok_is_ascii(s, n)) return pf__buf_put(out, s, n);
+    d->len = c->cps_tmp.len = 0;
+    for (i = 0; i < n; i += k) {
+        const uint32_t *r;
+        k = pf__utf8_decode(s + i, n - i, &cp);
+        if ((r = pf__py_nf_find(cp, 1)) || (compat && (r = pf__py_nf_find(cp, 2)))) {
+            for (j = 0; j < r[2]; j++)
+                if (pf__cps_put(d, r[3 + j])) return -1;
+            continue;
+        }
+        if (compat && (rc = pf__nf_decompose_compat(d, cp)) != 0) {
+            if (rc < 0) return -1;
+            continue;
+        }
+        if (pf__nf_decompose(d, cp == PF__UTF8_INVALID ? PF__CP_RAW | s[i] : cp, 0)) return -1;
+    }
+    if (pf__nf_reorder(d, &c->cps_tmp)) return -1;
+    if (kind == PF__NORM_NFC || kind == PF__NORM_NFKC) {
+        size_t m = 0;
+        pf__nf_compose(d);
+        for (j = 0; j < d->len; j++) { /* Python's compositions of two adjacent starters */
+            const uint32_t *r = j + 1 < d->len ? pf__py_nf_find(d->p[j], 3) : NULL;
+            if (r && r[3] == d->p[j + 1]) {
+                d->p[m++] = r[4];
+                j++;
+                continue;
+            }
+            d->p[m++] = d->p[j];
+        }
+        d->len = m;
+    }
+    return pf__tok_from_cps(out, d);
 }
 
 /* ---- grapheme clusters ---- */

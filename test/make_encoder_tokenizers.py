@@ -42,6 +42,9 @@ transformers saves it (save_pretrained: tokenizer.json, tokenizer_config.json):
   tokenizer-big-bird    a SentencePiece Unigram in BigBird's layout (<pad> </s> <s> <unk>, the pieces;
                         [SEP] [CLS] [MASK] added) as transformers' BigBirdTokenizer builds it: Strip,
                         Replace " {2,}", Metaspace (prepend always), "[CLS] $A [SEP]" / "... $B:1 [SEP]:1"
+  tokenizer-barthez     BARThez's sentencepiece.bpe.model (<s> <pad> </s> <unk>) converted by transformers 5's
+                        BarthezTokenizer and saved as tokenizer.json (Replace "\\s{2,}|[\\n\\r\\t]", NFC,
+                        Strip right, Metaspace, Unigram)
 
 Every dir gets, from the hard strings of make_fixtures.py and random strings of the pieces of
 make_tokenizer_cases.py:
@@ -378,7 +381,26 @@ def make_big_bird():
     write_cases(out)
 
 
+def make_barthez():
+    """BARThez as its checkpoints ship it (moussaKam/barthez: sentencepiece.bpe.model, fairseq's <s> <pad>
+    </s> <unk> = 0..3): transformers 5's BarthezTokenizer converts the model (Replace "\\s{2,}|[\\n\\r\\t]",
+    NFC, Strip right, Metaspace, Unigram) and saves it as tokenizer.json, which parallelformers reads."""
+    model = train_spm(bos_id=0, pad_id=1, eos_id=2, unk_id=3, normalization_rule_name="identity")
+    out = reset("tokenizer-barthez")
+    shutil.copy(model, out / "sentencepiece.bpe.model")
+    (out / "tokenizer_config.json").write_text('{"tokenizer_class": "BarthezTokenizer"}\n', encoding="utf-8")
+    auto = AutoTokenizer.from_pretrained(str(out))
+    assert type(auto).__name__ == "BarthezTokenizer", type(auto)
+    auto.save_pretrained(str(out))
+    keep_tokenizer_files(out)
+    write_cases(out)
+
+
 def main():
+    if len(sys.argv) > 1:  # only some: bert roberta ... barthez
+        for name in sys.argv[1:]:
+            globals()["make_" + name]()
+        return
     vocab = train_wordpiece()
     make_bert(vocab)
     make_bert_cased(vocab)
@@ -390,6 +412,7 @@ def main():
     make_albert()
     make_deberta_v3()
     make_big_bird()
+    make_barthez()
 
 
 if __name__ == "__main__":

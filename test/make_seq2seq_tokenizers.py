@@ -34,9 +34,10 @@ them, with cases from the slow tokenizer itself (write_slow: no pairs, texts() +
   tokenizer-m2m100     M2M100Tokenizer: sentencepiece.bpe.model a SentencePiece BPE, as saved by
                        transformers 5 (language codes not special); tokenizer-m2m100-listed: the
                        same with the codes listed in additional_special_tokens, src_lang fr
-  tokenizer-xlm-refused  XLMTokenizer's files (Moses tokenization + BPE), which parallelformers refuses
+  tokenizer-cpm-refused  CpmTokenizer's files (jieba + SentencePiece), which parallelformers refuses
                        with a message naming the class (test_tokenizer.c checks it); Blenderbot-small's
-                       "@@" BPE is read now: make_bpe_file_tokenizers.py
+                       "@@" BPE is read now (make_bpe_file_tokenizers.py), XLM's and FlauBERT's Moses
+                       + BPE too (make_moses_tokenizers.py)
 
 Each supported dir gets cases.txt, cases_special.txt and cases_pair.txt as
 make_encoder_tokenizers.write_cases writes them (ByT5: from ByT5Tokenizer itself, no pairs), and
@@ -270,14 +271,12 @@ def make_m2m100():
 
 
 def make_refused():
-    """A slow-only tokenizer parallelformers refuses (XLM's Moses tokenization), as its checkpoints
-    ship it: written by hand (XLMTokenizer needs sacremoses to load)."""
-    out = reset("tokenizer-xlm-refused")
-    (out / "vocab.json").write_text(json.dumps({"<s>": 0, "</s>": 1, "<pad>": 2, "<unk>": 3, "hello</w>": 4}),
-                                    encoding="utf-8")
-    (out / "merges.txt").write_text("#version: 0.2\nh e\n", encoding="utf-8")
-    (out / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "XLMTokenizer"}) + "\n", encoding="utf-8")
-    for d in ("tokenizer-marian", "tokenizer-m2m100", "tokenizer-xlm-refused"):
+    """A slow-only tokenizer parallelformers refuses (CPM's jieba segmentation), as its checkpoints
+    ship it (spiece.model: Marian's model stands in; CpmTokenizer needs rjieba to load): written by hand."""
+    out = reset("tokenizer-cpm-refused")
+    (out / "spiece.model").write_bytes((FIXTURES / "tokenizer-marian" / "source.spm").read_bytes())
+    (out / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "CpmTokenizer"}) + "\n", encoding="utf-8")
+    for d in ("tokenizer-marian", "tokenizer-m2m100", "tokenizer-cpm-refused"):
         assert not (FIXTURES / d / "tokenizer.json").exists(), d
 
 

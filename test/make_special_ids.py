@@ -13,7 +13,7 @@ from transformers import AutoTokenizer
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # Slow-only tokenizers parallelformers refuses (make_seq2seq_tokenizers.py): no ids to compare.
-REFUSED = {"XLMTokenizer"}
+REFUSED = {"CpmTokenizer"}
 
 
 def main():
@@ -22,7 +22,8 @@ def main():
         config = d / "tokenizer_config.json"
         cls = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class") if config.exists() else None
         if cls in REFUSED or not ((d / "tokenizer.json").exists() or (d / "vocab.json").exists() or
-                                  (d / "bpe.codes").exists() or cls == "ByT5Tokenizer"):
+                                  (d / "bpe.codes").exists() or (d / "vocab.txt").exists() or
+                                  cls == "ByT5Tokenizer"):
             continue
         tok = AutoTokenizer.from_pretrained(d)
         ids = [tok.bos_token_id, tok.eos_token_id]

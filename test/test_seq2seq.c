@@ -317,7 +317,7 @@ static void test_text_fixture(const char *name) {
     unlink(batch_path);
 }
 
-/* A tokenizer of a kind we do not read (XLMTokenizer's files: Moses + BPE) beside the model: the model
+/* A tokenizer of a kind we do not read (CpmTokenizer's files: jieba + SentencePiece) beside the model: the model
    loads and runs on ids; the text calls say why there is no tokenizer. */
 static void test_unread_tokenizer(void) {
     char dir[] = "/tmp/pf_bbsmall_XXXXXX", command[4096];
@@ -326,18 +326,18 @@ static void test_unread_tokenizer(void) {
         return;
     }
     snprintf(command, sizeof command, "cp %s/blenderbot-small-s2s/config.json %s/blenderbot-small-s2s/model.safetensors "
-             "%s/tokenizer-xlm-refused/* %s",
+             "%s/tokenizer-cpm-refused/* %s",
              test_fixtures, test_fixtures, test_fixtures, dir);
     CHECK(system(command) == 0);
     pf_model *m = NULL;
     pf_result r = pf_load(dir, NULL, &m);
-    CHECK_MSG(r == PF_OK && !pf_model_tokenizer(m), "Blenderbot-small with XLM's tokenizer files: %s", pf_error_message(m));
+    CHECK_MSG(r == PF_OK && !pf_model_tokenizer(m), "Blenderbot-small with CPM's tokenizer files: %s", pf_error_message(m));
     char *text = NULL;
     pf_generate_options o = pf_generate_options_init();
     o.max_new_tokens = 2;
     if (r == PF_OK) {
         CHECK(pf_generate_text(m, "Hello", &o, &text) == PF_ERROR_INVALID_ARGUMENT && !text);
-        CHECK_MSG(strstr(pf_error_message(m), "XLMTokenizer") != NULL, "the message names the tokenizer: %s", pf_error_message(m));
+        CHECK_MSG(strstr(pf_error_message(m), "CpmTokenizer") != NULL, "the message names the tokenizer: %s", pf_error_message(m));
         int32_t source[] = {5, 17, 2}, out[4];
         int n = 0;
         CHECK_MSG(pf_generate(m, source, 3, &o, out, 4, &n) == PF_OK && n == 2, "ids still run: %s", pf_error_message(m));

@@ -8,7 +8,9 @@
    encoding, and bad input. The two .txt files are written by test/make_tokenizer_cases.py; the
    encoder tokenizers' fixtures (tokenizer-bert, ...) by test/make_encoder_tokenizers.py; the BPE
    files without tokenizer.json (tokenizer-*-files, OpenAI GPT's to BERTweet's) by
-   test/make_bpe_file_tokenizers.py. */
+   test/make_bpe_file_tokenizers.py; XLM's and FlauBERT's Moses + BPE (tokenizer-xlm-*, tokenizer-flaubert-*) by
+   test/make_moses_tokenizers.py, BertJapanese's (tokenizer-bert-japanese-*) by
+   test/make_bert_japanese_tokenizers.py. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #endif
@@ -1615,12 +1617,10 @@ static void tt_test_bad_components(void) {
 
 /* vocab.json + merges.txt are read as a byte-level BPE; a tokenizer_class that is not one (CLIP's,
    Qwen2's own split pattern) or merges that end words with </w> are refused with the way to write a
-   tokenizer.json, not read into wrong ids; XLM's and FlauBERT's Moses tokenization is refused by
-   name. GPT-2's files still load, with or without its class named. */
+   tokenizer.json, not read into wrong ids; CPM's jieba segmentation is refused by name. GPT-2's files still load, with or without its class named. */
 static void tt_test_not_byte_level_files(void) {
     static const struct { const char *config, *merges, *said; pf_result want; } cases[] = {
-        {"{\"tokenizer_class\": \"XLMTokenizer\"}", NULL, "Moses", PF_ERROR_UNSUPPORTED},
-        {"{\"tokenizer_class\": \"FlaubertTokenizer\"}", NULL, "Moses", PF_ERROR_UNSUPPORTED},
+        {"{\"tokenizer_class\": \"CpmTokenizer\"}", NULL, "jieba", PF_ERROR_UNSUPPORTED},
         {"{\"tokenizer_class\": \"CLIPTokenizerFast\"}", NULL, "save_pretrained", PF_ERROR_UNSUPPORTED},
         {"{\"tokenizer_class\": \"Qwen2Tokenizer\"}", NULL, "Qwen2Tokenizer", PF_ERROR_UNSUPPORTED},
         {NULL, "#version: 0.2\na b</w>\nc d</w>\ne f\n", "</w>", PF_ERROR_UNSUPPORTED},
@@ -1679,21 +1679,74 @@ static void tt_test_bpe_files(void) {
          "not in the vocab", PF_ERROR_FORMAT},
         {"vocab.json", "{\"a\": 0}", "nothing", "", "{\"tokenizer_class\": \"CTRLTokenizer\"}", "merges.txt", PF_ERROR_IO},
         {"vocab.json", "[1]", "merges.txt", "", "{\"tokenizer_class\": \"CTRLTokenizer\"}", "vocab.json", PF_ERROR_FORMAT},
+        {"vocab.json", "{\"<s>\": 0, \"</s>\": 1, \"<unk>\": 2, \"hello</w>\": 3, \"caf\": 4, \"e</w>\": 5}", "merges.txt",
+         "h e 9\nhe l 8 x\nhel\nhel l\nhell o</w> 7\nc a\nca f\n", "{\"tokenizer_class\": \"XLMTokenizer\"}", NULL, PF_OK},
+        {"vocab.json", "{\"<s>\": 0, \"</s>\": 1}", "merges.txt", "",
+         "{\"tokenizer_class\": \"XLMTokenizer\", \"do_lowercase_and_remove_accent\": \"yes\"}",
+         "do_lowercase_and_remove_accent", PF_ERROR_FORMAT},
+        {"vocab.json", "{\"</s>\": 1}", "merges.txt", "", "{\"tokenizer_class\": \"FlaubertTokenizer\", \"bos_token\": null}",
+         "bos_token", PF_ERROR_FORMAT},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\n", "bpe.codes", "", "%s, \"word_tokenizer_type\": \"mecab\"}", "MeCab",
+         PF_ERROR_UNSUPPORTED},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\n", "bpe.codes", "", "%s, \"word_tokenizer_type\": \"sudachi\"}", "Sudachi",
+         PF_ERROR_UNSUPPORTED},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\n", "bpe.codes", "", "%s, \"word_tokenizer_type\": \"jumanpp\"}", "Juman++",
+         PF_ERROR_UNSUPPORTED},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\n", "bpe.codes", "", "%s, \"subword_tokenizer_type\": \"sentencepiece\"}",
+         "sentencepiece", PF_ERROR_UNSUPPORTED},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\n", "bpe.codes", "", "%s, \"never_split\": [\"x\"]}", "never_split",
+         PF_ERROR_UNSUPPORTED},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\n", "bpe.codes", "", "%s, \"do_word_tokenize\": false}", "do_word_tokenize",
+         PF_ERROR_UNSUPPORTED},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\n[SEP]\n", "bpe.codes", "", "%s}", "twice", PF_ERROR_FORMAT},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\n", "bpe.codes", "", "%s, \"word_tokenizer_type\": \"nope\"}", "nope",
+         PF_ERROR_FORMAT},
+        {"vocab.txt", "[CLS]\r\n[SEP]\r[UNK]\nx\n##y\n\xE3\x81\x82", "bpe.codes", "", "%s, \"do_lower_case\": true}",
+         NULL, PF_OK},
+        {"vocab.txt", "[CLS]\n[SEP]\n[UNK]\nx\n\xE3\x81\x82\n", "bpe.codes", "",
+         "%s, \"subword_tokenizer_type\": \"character\"}", NULL, PF_OK},
     };
-    char dir[256], err[1024];
+    char dir[256], err[1024], config[256];
+    size_t n_ids = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pf_tokenizer *t = NULL;
+        snprintf(config, sizeof config, cases[i].config, "{\"tokenizer_class\": \"BertJapaneseTokenizer\"");
         if (tt_mkdtemp(dir, sizeof dir)) {
             CHECK_MSG(0, "mkdtemp failed");
             return;
         }
         int ok = tt_write(dir, cases[i].vocab_name, cases[i].vocab, strlen(cases[i].vocab)) == 0 &&
                  tt_write(dir, cases[i].merges_name, cases[i].merges, strlen(cases[i].merges)) == 0 &&
-                 tt_write(dir, "tokenizer_config.json", cases[i].config, strlen(cases[i].config)) == 0;
+                 tt_write(dir, "tokenizer_config.json", config, strlen(config)) == 0;
         err[0] = 0;
         pf_result r = ok ? pf_tokenizer_load(dir, &t, err, sizeof err) : PF_ERROR_IO;
         CHECK_MSG(ok && r == cases[i].want && (!cases[i].said || strstr(err, cases[i].said)) && (r == PF_OK) == (t != NULL),
                   "case %zu: %s (%s)", i, pf_result_string(r), err);
+        if (t && i == 23) { /* BertJapanese, WordPiece, lowered (vocab lines ending \r\n, \r, \n, none): "xy" is x ##y,
+                               "Y" [UNK] (only ##y); "X\xE3\x81\x82" one [UNK] (no "##\xE3\x81\x82" after "x") */
+            int32_t ids[16];
+            static const int32_t want[] = {0, 3, 4, 5, 2, 1}, want2[] = {0, 2, 2, 1};
+            CHECK(pf_tokenize_special(t, "xy \xE3\x81\x82 Y", 8, ids, 16, &n_ids) == PF_OK && n_ids == 6 &&
+                  !memcmp(ids, want, sizeof want));
+            CHECK(pf_tokenize_special(t, "X\xE3\x81\x82 Y", 6, ids, 16, &n_ids) == PF_OK && n_ids == 4 &&
+                  !memcmp(ids, want2, sizeof want2));
+        }
+        if (t && i == 24) { /* BertJapanese, characters: NFKC (full-width x), each its id or [UNK] */
+            int32_t ids[16];
+            static const int32_t want[] = {0, 3, 4, 2, 1};
+            CHECK(pf_tokenize_special(t, "\xEF\xBD\x98\xE3\x81\x82z", 7, ids, 16, &n_ids) == PF_OK && n_ids == 5 &&
+                  !memcmp(ids, want, sizeof want));
+        }
+        if (t && i == 12) { /* XLM: "Hello" lowercased, its merges' first two fields ("hel" alone is a
+                               rank without a merge); "Café." the period split off, the accent dropped */
+            int32_t ids[16];
+            static const int32_t want[] = {0, 3, 4, 5, 2, 1};
+            char text[32];
+            size_t n = 0, len = 0;
+            CHECK(pf_tokenize_special(t, "Hello Caf\xC3\xA9.", 12, ids, 16, &n) == PF_OK && n == 6 &&
+                  !memcmp(ids, want, sizeof want));
+            CHECK(pf_detokenize(t, want + 1, 3, text, sizeof text, &len) == PF_OK && len == 10 && !memcmp(text, "hello cafe", 10));
+        }
         if (t && i == 0) { /* <s> <pad> </s> <unk>, then h@@ e@@ he@@ llo: "hello" is he@@ ll@@ o, the last two unknown */
             int32_t ids[8];
             static const int32_t want[] = {0, 6, 3, 3, 2}, pieces[] = {6, 3};
@@ -1708,6 +1761,44 @@ static void tt_test_bpe_files(void) {
         unlink(err);
         tt_rmdir(dir);
     }
+}
+
+/* The Python classes' word splits on hostile text (bytes that are not UTF-8, NUL, long runs of
+   periods and spaces, sacremoses' own markers, a long word): an encoding and its decode, no crash
+   (the ASan build runs this too). */
+static void tt_test_word_split_hostile(void) {
+    static const char *const dirs[] = {"tokenizer-xlm-files", "tokenizer-flaubert-lower", "tokenizer-bert-japanese-char",
+                                       "tokenizer-bert-japanese-wp"};
+    static const char hostile0[] = "a\xff\xc3 \x80\xe2\x82 .\xf0\x9f. '\xfe'", hostile1[] = "x\0y. \0'\0.";
+    size_t big = 20000, i, k, n, len;
+    char *text = (char *)malloc(big + 64);
+    if (!text) {
+        CHECK_MSG(0, "out of memory");
+        return;
+    }
+    for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        pf_tokenizer *t = tt_load_fixture(dirs[i]);
+        for (k = 0; t && k < 6; k++) {
+            int32_t *ids;
+            char *dec;
+            switch (k) {
+            case 0: memcpy(text, hostile0, n = sizeof hostile0 - 1); break;
+            case 1: memcpy(text, hostile1, n = sizeof hostile1 - 1); break;
+            case 2: memset(text, '.', n = big); break;
+            case 3: for (n = 0; n + 11 <= big; n += 11) memcpy(text + n, "DOTDOTMULTI", 11); break;
+            case 4: memset(text, ' ', n = big); text[n / 2] = 'x'; break;
+            default: for (n = 0; n + 4 <= big; n += 4) memcpy(text + n, "a'-,", 4); break;
+            }
+            ids = tt_encode_with(t, text, n, &len, 1);
+            CHECK_MSG(ids != NULL, "%s: hostile text %zu does not encode", dirs[i], k);
+            dec = ids ? tt_decode(t, ids, len, &n) : NULL;
+            CHECK_MSG(!ids || dec != NULL, "%s: hostile text %zu does not decode", dirs[i], k);
+            free(dec);
+            free(ids);
+        }
+        pf_tokenizer_free(t);
+    }
+    free(text);
 }
 
 static void tt_test_bad_input(void) {
@@ -1959,10 +2050,13 @@ static void tt_test_seq2seq(void) {
                                        "tokenizer-marian", "tokenizer-m2m100", "tokenizer-m2m100-listed",
                                        "tokenizer-openai-gpt-files", "tokenizer-herbert-files", "tokenizer-ctrl-files",
                                        "tokenizer-blenderbot-small", "tokenizer-blenderbot-small-cleanup",
-                                       "tokenizer-phobert-files", "tokenizer-bertweet-files"};
+                                       "tokenizer-phobert-files", "tokenizer-bertweet-files", "tokenizer-xlm-files",
+                                       "tokenizer-xlm-cased", "tokenizer-flaubert-files", "tokenizer-flaubert-lower",
+                                       "tokenizer-bert-japanese-char", "tokenizer-bert-japanese-lower",
+                                       "tokenizer-bert-japanese-wp"};
     static const struct {
         const char *dir, *tokenizer_class;
-    } refused[] = {{"tokenizer-xlm-refused", "XLMTokenizer"}};
+    } refused[] = {{"tokenizer-cpm-refused", "CpmTokenizer"}};
     size_t i;
     for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) tt_check_seq2seq_dir(dirs[i]);
     /* the language codes are addressable, and mBART's post-processor appends </s> then the source
@@ -2164,6 +2258,7 @@ void test_tokenizer(void) {
     tt_test_bad_input();
     tt_test_not_byte_level_files();
     tt_test_bpe_files();
+    tt_test_word_split_hostile();
     tt_test_hostile_charsmap();
     tt_test_seq2seq();
 }
