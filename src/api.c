@@ -486,7 +486,7 @@ PF_PRIVATE void pf__pattern_name(char *out, size_t size, const pf__arch_tensor *
 }
 
 /* Whether pattern names one of the family's buffers (tensors a checkpoint may carry as copies). */
-static int pf__is_buffer(const pf__policy_rows *rows, pf__arch_id arch, const char *pattern) {
+PF_PRIVATE int pf__is_buffer(const pf__policy_rows *rows, pf__arch_id arch, const char *pattern) {
     for (size_t i = 0; i < rows->num_buffers; i++)
         if (rows->buffers[i].arch == arch && !strcmp(rows->buffers[i].pattern, pattern)) return 1;
     return 0;

@@ -1308,6 +1308,7 @@ extern PF_PRIVATE pf__registered pf__registered_policies[PF__MAX_REGISTERED];
 extern PF_PRIVATE pthread_mutex_t pf__policy_lock;
 #endif
 PF_PRIVATE const pf__policy_rows *pf__rows(pf__arch_id arch);
+PF_PRIVATE int pf__is_buffer(const pf__policy_rows *rows, pf__arch_id arch, const char *pattern); /* a tensor a checkpoint may carry as a copy */
 PF_PRIVATE const char *pf__policy_table_error(void);
 PF_PRIVATE void pf__policy_release(pf__arch_id arch);
 PF_PRIVATE const pf__arch_tensor *pf__arch_tensor_for(pf__arch_id arch, pf__slot slot);

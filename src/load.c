@@ -289,6 +289,30 @@ static pf_result pf__resolve_lm_head(pf_model *m) {
     return PF_OK;
 }
 
+/* An encoder-decoder whose towers' token tables the file holds beside the shared one (older files,
+   and transformers 5's with tie_word_embeddings false, which then embeds each tower by its own):
+   the forward embeds both towers by the shared table, so each copy (a buffer row) must hold its
+   values. */
+static pf_result pf__check_tower_embeddings(pf_model *m, const char *prefix) {
+    static const char *const towers[] = {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight"};
+    const pf__arch_tensor *embed = pf__arch_tensor_for(m->config.arch, PF__SLOT_TOKEN_EMBED);
+    char name[256];
+    if (pf__archs[m->config.arch].kind != PF__KIND_SEQ2SEQ || !embed) return PF_OK;
+    snprintf(name, sizeof name, "%s%s", prefix, embed->pattern);
+    const pf__st_tensor *shared = pf__st_find(&m->st, name);
+    for (size_t i = 0; shared && i < PF__COUNT(towers); i++) {
+        snprintf(name, sizeof name, "%s%s", prefix, towers[i]);
+        const pf__st_tensor *t = pf__is_buffer(pf__rows(m->config.arch), m->config.arch, towers[i]) ? pf__st_find(&m->st, name)
+                                                                                                     : NULL; /* FSMT's own tables */
+        if (t && t != shared &&
+            (t->dtype != shared->dtype || t->bytes != shared->bytes || memcmp(t->data, shared->data, t->bytes)))
+            return PF__FAIL(m, PF_ERROR_UNSUPPORTED, "%s: the checkpoint's %s differs from its shared token embedding "
+                            "(separate tower tables, as transformers 5 keeps them with tie_word_embeddings false): not "
+                            "supported", m->dir, name);
+    }
+    return PF_OK;
+}
+
 /* A zero key bias where the layer's query projection has a bias and its key one none, so that
    the stack lines up: Whisper's k (with k_bias_zero), DeBERTa v1's pos_proj beside pos_q_proj. */
 static pf_result pf__add_zero_k_bias(pf_model *m) {
@@ -677,7 +701,7 @@ static pf_result pf__resolve_sources(pf_model *m) {
     const char *prefix = NULL;
     pf_result r;
     if ((r = pf__find_prefix(m, &prefix)) || (r = pf__take_slots(m, prefix)) || (r = pf__check_head_slots(m)) ||
-        (r = pf__resolve_lm_head(m)) || (r = pf__reformer_check_tensors(m)))
+        (r = pf__resolve_lm_head(m)) || (r = pf__reformer_check_tensors(m)) || (r = pf__check_tower_embeddings(m, prefix)))
         return r;
     if ((r = pf__add_zero_k_bias(m)) || (r = pf__fuse_qv_bias(m))) return r;
     if ((r = pf__fold_bottleneck_qk(m)) || (r = pf__join_lm_head_extra(m)) || (r = pf__check_stacked_ffns(m))) return r;
