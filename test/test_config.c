@@ -118,6 +118,23 @@ static pf_model *expect_load(const char *what, const pf_load_options *lo, pf_res
     return NULL;
 }
 
+/* A fixture whose config.json has `from` replaced by `to`: loading it gives `want` with `needle` in
+   the message. */
+typedef struct config_edit {
+    const char *fixture, *from, *to, *needle;
+    pf_result want;
+} config_edit;
+
+static void expect_edits(const config_edit *cases, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        if (copy_fixture(cases[i].fixture)) return;
+        edit_file("config.json", cases[i].from, cases[i].to);
+        char what[200];
+        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
+        expect_load(what, NULL, cases[i].want, cases[i].needle);
+    }
+}
+
 /* Every tensor is consumed or a known buffer; a file with others describes a model we would get
    wrong. */
 static void test_tensor_accounting(void) {
@@ -614,7 +631,7 @@ static void test_convbert_refusals(void) {
 /* Funnel: the keys whose other values we do not compute refused by name; the decoder's tensors
    needed exactly when architectures names FunnelModel or a head on it. */
 static void test_funnel_refusals(void) {
-    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+    static const config_edit cases[] = {
         {"funnel", "\"pooling_type\": \"mean\"", "\"pooling_type\": \"min\"", "\"pooling_type\" \"min\" is not supported",
          PF_ERROR_UNSUPPORTED},
         {"funnel", "\"attention_type\": \"relative_shift\"", "\"attention_type\": \"absolute\"",
@@ -629,19 +646,13 @@ static void test_funnel_refusals(void) {
         /* the base model under FunnelModel's name: its decoder's tensors missing */
         {"funnel", "\"FunnelBaseModel\"", "\"FunnelModel\"", "missing tensor 'decoder.layers.0.", PF_ERROR_FORMAT},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (copy_fixture(cases[i].fixture)) return;
-        edit_file("config.json", cases[i].from, cases[i].to);
-        char what[200];
-        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
-        expect_load(what, NULL, cases[i].want, cases[i].needle);
-    }
+    expect_edits(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* BigBird: attention types other than its two, blocks that do not fit, q/k/v biases where use_bias
    says none, and the heads we lack refused by name. */
 static void test_big_bird_refusals(void) {
-    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+    static const config_edit cases[] = {
         {"big-bird", "\"attention_type\": \"block_sparse\"", "\"attention_type\": \"sparse\"",
          "\"attention_type\" \"sparse\" is not supported", PF_ERROR_UNSUPPORTED},
         {"big-bird", "\"block_size\": 4", "\"block_size\": 0", "\"block_size\" 0 or \"num_random_blocks\" 2 does not fit",
@@ -657,19 +668,13 @@ static void test_big_bird_refusals(void) {
         {"big-bird", "\"BigBirdModel\"", "\"BigBirdForCausalLM\"", "\"BigBirdForCausalLM\" is not supported",
          PF_ERROR_UNSUPPORTED},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (copy_fixture(cases[i].fixture)) return;
-        edit_file("config.json", cases[i].from, cases[i].to);
-        char what[200];
-        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
-        expect_load(what, NULL, cases[i].want, cases[i].needle);
-    }
+    expect_edits(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Transformer-XL: the values whose math we do not compute refused by name, and checkpoints whose
    tensors disagree with the config (the shared relative biases, a tied projection's copy). */
 static void test_transfo_xl_refusals(void) {
-    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+    static const config_edit cases[] = {
         {"transfo-xl", "\"attn_type\": 0", "\"attn_type\": 1", "\"attn_type\"", PF_ERROR_UNSUPPORTED},
         {"transfo-xl-lm", "\"sample_softmax\": -1", "\"sample_softmax\": 8", "\"sample_softmax\" above 0",
          PF_ERROR_UNSUPPORTED},
@@ -688,19 +693,13 @@ static void test_transfo_xl_refusals(void) {
         {"transfo-xl-lm", "\"TransfoXLLMHeadModel\"", "\"TransfoXLForTokenClassification\"",
          "architecture \"TransfoXLForTokenClassification\" is not supported", PF_ERROR_UNSUPPORTED},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (copy_fixture(cases[i].fixture)) return;
-        edit_file("config.json", cases[i].from, cases[i].to);
-        char what[200];
-        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
-        expect_load(what, NULL, cases[i].want, cases[i].needle);
-    }
+    expect_edits(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Reformer: the keys whose other values we do not compute refused by name, the heads we do not
    run, and tensors that disagree with attn_layers or axial_pos_embds. */
 static void test_reformer_refusals(void) {
-    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+    static const config_edit cases[] = {
         {"reformer", "\"num_buckets\": [\n    2,\n    4\n  ]", "\"num_buckets\": null", "\"num_buckets\" null is not supported",
          PF_ERROR_UNSUPPORTED},
         {"reformer", "\"num_buckets\": [\n    2,\n    4\n  ]", "\"num_buckets\": [3, 4]", "\"num_buckets\" is not an even count",
@@ -722,19 +721,13 @@ static void test_reformer_refusals(void) {
         {"reformer-lm", "\"local_num_chunks_after\": 0", "\"local_num_chunks_after\": 1",
          "ReformerModelWithLMHead needs \"is_decoder\" true", PF_ERROR_FORMAT},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (copy_fixture(cases[i].fixture)) return;
-        edit_file("config.json", cases[i].from, cases[i].to);
-        char what[200];
-        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
-        expect_load(what, NULL, cases[i].want, cases[i].needle);
-    }
+    expect_edits(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* XLNet: the keys whose other values we do not compute refused by name, and the classes we do
    not run (the LM head's two-stream generation, the beam-search question answering). */
 static void test_xlnet_refusals(void) {
-    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+    static const config_edit cases[] = {
         {"xlnet", "\"attn_type\": \"bi\"", "\"attn_type\": \"both\"", "\"attn_type\" \"both\" is not supported",
          PF_ERROR_UNSUPPORTED},
         {"xlnet", "\"bi_data\": false", "\"bi_data\": true", "\"bi_data\"", PF_ERROR_UNSUPPORTED},
@@ -755,19 +748,13 @@ static void test_xlnet_refusals(void) {
         {"xlnet-mc", "\"summary_use_proj\": true", "\"summary_use_proj\": true, \"summary_proj_to_labels\": true",
          "\"summary_proj_to_labels\" is not supported", PF_ERROR_UNSUPPORTED},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (copy_fixture(cases[i].fixture)) return;
-        edit_file("config.json", cases[i].from, cases[i].to);
-        char what[200];
-        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
-        expect_load(what, NULL, cases[i].want, cases[i].needle);
-    }
+    expect_edits(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* BigBirdPegasus: BigBird's attention keys refused as BigBird's are, the q/k/v and output biases of
    both towers exactly where use_bias says (the message names use_bias), the decoder alone refused. */
 static void test_bigbird_pegasus_refusals(void) {
-    static const struct { const char *fixture, *from, *to, *needle; pf_result want; } cases[] = {
+    static const config_edit cases[] = {
         {"bigbird-pegasus-s2s", "\"attention_type\": \"block_sparse\"", "\"attention_type\": \"sparse\"",
          "\"attention_type\" \"sparse\" is not supported", PF_ERROR_UNSUPPORTED},
         {"bigbird-pegasus-s2s", "\"num_random_blocks\": 1", "\"num_random_blocks\": 0",
@@ -780,13 +767,7 @@ static void test_bigbird_pegasus_refusals(void) {
         {"bigbird-pegasus-s2s", "\"BigBirdPegasusForConditionalGeneration\"", "\"BigBirdPegasusForCausalLM\"",
          "\"BigBirdPegasusForCausalLM\" is not supported", PF_ERROR_UNSUPPORTED},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (copy_fixture(cases[i].fixture)) return;
-        edit_file("config.json", cases[i].from, cases[i].to);
-        char what[200];
-        snprintf(what, sizeof what, "%s with %s", cases[i].fixture, cases[i].to);
-        expect_load(what, NULL, cases[i].want, cases[i].needle);
-    }
+    expect_edits(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Values transformers computes differently from what we implement, or cannot compute, are
