@@ -1893,7 +1893,7 @@ def write_bert(lines):
     word's first piece behind the phantom space, a continuing piece without its "##", control
     tokens as they are), the special ids and add_* flags its SpecialVocab takes from
     tokenizer.json. No reference line: test_gguf compares it with the directory and with
-    bert-save's hidden.bin and embed.bin."""
+    bert-save's last_hidden_state.bin and embed.bin."""
     directory = FIXTURES / "bert-save"
     config = json.loads((directory / "config.json").read_text())
     spec = json.loads((directory / "tokenizer.json").read_text())

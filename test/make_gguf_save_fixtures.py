@@ -22,7 +22,7 @@ And a sentence-transformers BERT, which llama.cpp's "bert" architecture and "ber
 vocabulary hold:
 
   bert-save        BertModel 64 wide with tokenizer-bert's tokenizer (its 420 pieces), CLS pooling
-                   and Normalize modules; hidden.bin: transformers' last_hidden_state for the ids
+                   and Normalize modules; last_hidden_state.bin: transformers' last_hidden_state for the ids
                    in hidden_ids.txt, embed.bin: the pooled, normalised vectors sentence-transformers
                    computes from it (the first token's, over its L2 norm)
 
@@ -104,7 +104,7 @@ def write_bert():
     cls = hidden[:, 0]
     embed = cls / cls.norm(dim=1, keepdim=True)
     (out / "hidden_ids.txt").write_text("\n".join(",".join(map(str, row[:sum(m)])) for row, m in zip(ids, mask)) + "\n")
-    hidden.numpy().astype("<f4").tofile(out / "hidden.bin")
+    hidden.numpy().astype("<f4").tofile(out / "last_hidden_state.bin")  # not hidden.bin: the test programs take a directory with one for an encoder fixture of theirs
     embed.numpy().astype("<f4").tofile(out / "embed.bin")
 
 

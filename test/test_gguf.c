@@ -525,11 +525,11 @@ static int gguf_encode(const char *path, int ranks, pf_dtype dtype, float *hidde
     return r ? 0 : hidden_size;
 }
 
-/* transformers' hidden states on bert-save's ids (hidden.bin: [2][8][hidden], the second row
+/* transformers' hidden states on bert-save's ids (last_hidden_state.bin: [2][8][hidden], the second row
    padded after its 6 tokens) within tolerance of got (the rows' tokens one after the other). */
 static float gguf_hidden_diff(const float *got, int hidden_size) {
     char path[1100];
-    snprintf(path, sizeof path, "%s/bert-save/hidden.bin", test_fixtures);
+    snprintf(path, sizeof path, "%s/bert-save/last_hidden_state.bin", test_fixtures);
     size_t count = 0;
     float *want = test_read_floats(path, &count);
     float diff = want && count == 16 * (size_t)hidden_size ? 0 : 1e9f;
