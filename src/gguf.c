@@ -762,6 +762,13 @@ static pf_result pf__gguf_token_id(const pf__gguf *g, const char *key, int64_t v
     return PF_OK;
 }
 
+/* Whether tokenizer.ggml.model is `name` ("gpt2", "llama", "bert"). */
+static int pf__gguf_tokenizer_model_is(const pf__gguf *g, const char *name) {
+    const char *model;
+    size_t len;
+    return pf__gguf_get_string(g, "tokenizer.ggml.model", &model, &len) == 1 && len == strlen(name) && !memcmp(model, name, len);
+}
+
 /* The special ids, as config.json and generation_config.json give them: eos_token_id a list where
    the file has an eot or eom id besides its eos (each id once). */
 static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_buf *b, int *bad, char *message,
@@ -771,10 +778,7 @@ static pf_result pf__gguf_special_ids(const pf__gguf *g, int64_t vocab, pf__tok_
     uint64_t id, eos[PF__COUNT(pf__gguf_eos_keys)];
     int found, num_eos = 0;
     pf_result r;
-    const char *model = "";
-    size_t model_len = 0;
-    pf__gguf_get_string(g, "tokenizer.ggml.model", &model, &model_len);
-    int wordpiece = model_len == 4 && !memcmp(model, "bert", 4); /* its bos and eos: the tokenizer's [CLS] and [SEP] */
+    int wordpiece = pf__gguf_tokenizer_model_is(g, "bert"); /* its bos and eos: the tokenizer's [CLS] and [SEP] */
     for (size_t i = wordpiece; i < PF__COUNT(ids); i++) {
         if ((r = pf__gguf_token_id(g, ids[i][0], vocab, &id, &found, message, size))) return r;
         if (found) *bad |= pf__gguf_put_number(b, ids[i][1], (double)id);
@@ -1796,8 +1800,8 @@ static pf_result pf__gguf_tokenizer_json(const pf__gguf *g, pf__tok_buf *b, cons
     const pf__gguf_kv *types = pf__gguf_get_array(g, "tokenizer.ggml.token_type", PF__GGUF_I32);
     if (pf__gguf_get_string(g, "tokenizer.ggml.model", &model, &model_len) != 1)
         return pf__format(message, size, PF_ERROR_FORMAT, "%s: tokenizer.ggml.model is not a string", g->path);
-    int spm = model_len == 5 && !memcmp(model, "llama", 5), wordpiece = model_len == 4 && !memcmp(model, "bert", 4);
-    if (!spm && !wordpiece && (model_len != 4 || memcmp(model, "gpt2", 4)))
+    int spm = pf__gguf_tokenizer_model_is(g, "llama"), wordpiece = pf__gguf_tokenizer_model_is(g, "bert");
+    if (!spm && !wordpiece && !pf__gguf_tokenizer_model_is(g, "gpt2"))
         return pf__format(message, size, PF_ERROR_UNSUPPORTED, "%s: tokenizer.ggml.model \"%.*s\" is not supported (\"gpt2\", "
                           "a byte-level BPE, \"llama\", SentencePiece's BPE, and \"bert\", WordPiece, are)", g->path,
                           pf__gguf_shown(model_len), model);
