@@ -15,6 +15,11 @@ import sys
 
 import openai
 
+from server_checks import Checks  # test/server_checks.py, beside this script
+
+checks = Checks("test_server_global.py")
+check, refused = checks.check, checks.refused
+
 url, fixture = sys.argv[1:3]
 lines = dict(line.split("=", 1) for line in open(f"{fixture}/server_global.txt", encoding="utf-8").read().splitlines())
 prompt = [int(t) for t in lines["prompt"].split(",")]
@@ -22,29 +27,8 @@ positions = [int(t) for t in lines["global"].split(",")]
 with_global, without = json.loads(lines["with"]), json.loads(lines["without"])
 client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=60)
 model = client.models.list().data[0].id
-passed = failed = 0
 
 
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL test_server_global.py: {name}" + (f": {detail}" if detail else ""))
-
-
-def refused(name, call, needle):
-    """The call gets a 400 whose message holds needle."""
-    try:
-        call()
-    except openai.BadRequestError as e:
-        check(name, needle in str(e), str(e))
-        return
-    except Exception as e:  # noqa: BLE001 - any other outcome is the failure being reported
-        check(name, False, f"{type(e).__name__}: {e}")
-        return
-    check(name, False, "accepted")
 
 
 def complete(**extra):
@@ -73,5 +57,4 @@ refused("chat takes no global_attention", lambda: client.chat.completions.create
 refused("an unknown field beside it is refused, not ignored",
         lambda: complete(extra_body={"global_attention": positions, "global_attentions": [0]}),
         "'global_attentions' is not a field of /v1/completions")
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+checks.finish()

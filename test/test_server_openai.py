@@ -22,34 +22,18 @@ import urllib.request
 
 import openai
 
+from server_checks import Checks  # test/server_checks.py, beside this script
+
+checks = Checks("test_server_openai.py")
+check, refused = checks.check, checks.refused
+
 generator_url, embedder_url, expected_path = sys.argv[1:4]
 with open(expected_path, encoding="utf-8") as f:
     expected = json.load(f)
 client = openai.OpenAI(base_url=generator_url + "/v1", api_key="none", max_retries=0, timeout=60)
 embedder = openai.OpenAI(base_url=embedder_url + "/v1", api_key="none", max_retries=0, timeout=60)
-passed = failed = 0
 
 
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL test_server_openai.py: {name}" + (f": {detail}" if detail else ""))
-
-
-def refused(name, call, field):
-    """The call gets a 400 whose message names the field."""
-    try:
-        call()
-    except openai.BadRequestError as e:
-        check(name, field in str(e), str(e))
-        return
-    except Exception as e:  # noqa: BLE001 - any other outcome is the failure being reported
-        check(name, False, f"{type(e).__name__}: {e}")
-        return
-    check(name, False, "accepted")
 
 
 model = client.models.list().data[0].id
@@ -279,5 +263,4 @@ check("embeddings usage", r.usage.prompt_tokens > 0, str(r.usage))
 refused("completions from an encoder", lambda: embedder.completions.create(model="m", prompt="a", max_tokens=2),
         "does not generate")
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+checks.finish()

@@ -21,22 +21,18 @@ import urllib.request
 import jsonschema
 import openai
 
+from server_checks import Checks  # test/server_checks.py, beside this script
+
+checks = Checks("test_server_tools.py")
+check = checks.check
+
 url, fixture = sys.argv[1:3]
 with open(f"{fixture}/tool_round_trip.json", encoding="utf-8") as f:
     fixture_cases = json.load(f)
 TOOLS = fixture_cases["tools"]
 PARAMETERS = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
 client = openai.OpenAI(base_url=url + "/v1", api_key="none", max_retries=0, timeout=120)
-passed = failed = 0
 
-
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL test_server_tools.py: {name}" + (f": {detail}" if detail else ""))
 
 
 def post(path, body):
@@ -179,5 +175,4 @@ refused("the deprecated functions", "functions", functions=[{"name": "f", "param
 refused("tool_calls with arguments that are not JSON", "tool_calls[0]", tools=TOOLS, messages=user + [
     {"role": "assistant", "tool_calls": [{"id": "abcDEF123", "type": "function", "function": {"name": "add", "arguments": "{"}}]}])
 
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+checks.finish()
